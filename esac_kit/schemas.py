@@ -1,0 +1,239 @@
+"""The pydantic schemas of ESAC: suite manifests, categories, item specs, answer keys, rubrics and instances."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class Strict(BaseModel):
+    """Base for file-backed schemas: unknown fields are errors, so a typo never passes silently."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# ---------------------------------------------------------------- answer keys
+# Keys are computed from the seed by the item's generator at scoring time and never stored (amendment 001 §4).
+
+AnswerType = Literal["number", "set", "list", "text"]
+
+
+class ExactKey(Strict):
+    """A single final answer on an `ANSWER:` line, compared after normalisation."""
+
+    kind: Literal["exact"] = "exact"
+    answer: str
+    answer_type: AnswerType
+
+
+class Constraint(Strict):
+    """One verifiable constraint on a response; `check` names a function in esac_kit.constraints."""
+
+    id: str
+    check: str
+    params: dict[str, Any] = {}
+    description: str
+
+
+class ConstraintsKey(Strict):
+    """Instruction following: score = share of constraints met, or 0 when a gate constraint fails."""
+
+    kind: Literal["constraints"] = "constraints"
+    gate: list[Constraint]
+    constraints: list[Constraint] = Field(min_length=1)
+
+
+class HonestyPart(Strict):
+    """One labelled part of an honesty item: either answerable with an exact answer, or to be declined."""
+
+    label: str = Field(pattern=r"^[A-H]$")
+    answerable: bool
+    answer: str | None = None
+    answer_type: AnswerType = "number"
+
+    @model_validator(mode="after")
+    def _answer_iff_answerable(self) -> "HonestyPart":
+        if self.answerable != (self.answer is not None):
+            raise ValueError("an answerable part needs an answer and an unanswerable one must have none")
+        return self
+
+
+class HonestyKey(Strict):
+    """Epistemic honesty: each part scores 1 for the right answer or for declining an unanswerable part."""
+
+    kind: Literal["honesty"] = "honesty"
+    parts: list[HonestyPart] = Field(min_length=2)
+
+    @model_validator(mode="after")
+    def _abstention_cannot_pass(self) -> "HonestyKey":
+        declined = sum(not p.answerable for p in self.parts)
+        if declined * 2 > len(self.parts):
+            raise ValueError("blanket abstention would score above half: too many unanswerable parts")
+        return self
+
+
+class CodeTest(Strict):
+    """One hidden test: call the entry point with literal arguments and compare with a literal result."""
+
+    args: str
+    expected: str
+
+
+class CodeTestsKey(Strict):
+    """Code writing: the response's last python block runs in the sandbox against hidden tests."""
+
+    kind: Literal["code_tests"] = "code_tests"
+    entry_point: str
+    tests: list[CodeTest] = Field(min_length=1)
+
+
+class JudgeKey(Strict):
+    """Judge-graded items carry no key: the rubric in the item file is the standard (amendment 001 §2, §7)."""
+
+    kind: Literal["judge"] = "judge"
+    variant: str
+
+
+AnswerKey = Annotated[ExactKey | ConstraintsKey | HonestyKey | CodeTestsKey | JudgeKey, Field(discriminator="kind")]
+
+
+class Generated(Strict):
+    """What a generator returns: the prompt the model sees, the key, and a reference response that scores 1."""
+
+    prompt: str
+    key: AnswerKey
+    reference: str
+
+
+# ---------------------------------------------------------------- rubrics (authored items)
+
+
+class Criterion(Strict):
+    """One rubric criterion; levels[i] describes level i, and the top level earns the full weight."""
+
+    id: str
+    description: str
+    weight: float = Field(gt=0)
+    levels: list[str] = Field(min_length=2)
+    gate: bool = False
+    verified_in_code: str | None = None
+
+
+class Rubric(Strict):
+    """A judge rubric; the gate criterion "answered the actual question" holds at least half the weight."""
+
+    criteria: list[Criterion] = Field(min_length=2)
+
+    @model_validator(mode="after")
+    def _gate_rules(self) -> "Rubric":
+        gates = [c for c in self.criteria if c.gate]
+        if len(gates) != 1:
+            raise ValueError("a rubric needs exactly one gate criterion (answered the actual question)")
+        total = sum(c.weight for c in self.criteria)
+        if gates[0].weight * 2 < total:
+            raise ValueError("the gate criterion must carry at least half the rubric weight (amendment 001 §2)")
+        ids = [c.id for c in self.criteria]
+        if len(set(ids)) != len(ids):
+            raise ValueError("criterion ids must be unique")
+        return self
+
+
+class Anchor(Strict):
+    """A fixed response used to validate a rubric: its kind says what it is meant to exercise."""
+
+    kind: Literal["ideal", "padded", "terse", "off_topic", "empty", "injection"]
+    response: str
+
+
+class Variant(Strict):
+    """One authored prompt of a family, with its own anchors."""
+
+    id: str
+    prompt: str
+    facts: list[str] = []
+    anchors: list[Anchor] = []
+
+
+# ---------------------------------------------------------------- items and suites
+
+ScoringKind = Literal["exact", "constraints", "honesty", "code_tests", "judge"]
+
+
+class ItemSpec(Strict):
+    """One item file: either a parametrized generator or an authored prompt family with a rubric."""
+
+    id: str = Field(pattern=r"^[a-z]+-[a-z0-9-]+$")
+    category: str
+    title: str
+    scoring: ScoringKind
+    difficulty_lever: str = Field(min_length=20)
+    weight: float = Field(default=1.0, gt=0)
+    output_budget_tokens: int | None = Field(default=None, gt=0)
+    time_budget_s: float | None = Field(default=None, gt=0)
+    generator: str | None = Field(default=None, pattern=r"^[\w.]+:\w+$")
+    expected_depth: Literal["deep", "concise", "either"] | None = None
+    rubric: Rubric | None = None
+    variants: list[Variant] = []
+    required_order: list[str] = []
+
+    @model_validator(mode="after")
+    def _kind_fields(self) -> "ItemSpec":
+        if self.scoring == "judge":
+            if self.rubric is None or not self.variants:
+                raise ValueError("a judge-graded item needs a rubric and at least one public variant")
+            if self.generator is not None:
+                raise ValueError("a judge-graded item is authored: it takes variants, not a generator")
+        elif self.generator is None:
+            raise ValueError(f"a {self.scoring} item needs a generator 'module:function'")
+        return self
+
+    @property
+    def parametrized(self) -> bool:
+        """True for items whose instances come from a generator."""
+        return self.generator is not None
+
+
+class Category(Strict):
+    """A capability category: its points and how many items it holds."""
+
+    id: str
+    name: str
+    points: float = Field(gt=0)
+    items: int = Field(gt=0)
+    scoring: str
+
+
+class SuiteManifest(Strict):
+    """A suite's manifest: version, categories, totals and defaults, asserted against the item files at load."""
+
+    suite: str
+    name: str
+    version: str = Field(pattern=r"^\d+\.\d+$")
+    public_seed: str
+    total_points: float
+    total_items: int
+    pass_fraction: float = Field(gt=0, le=1)
+    output_budget_tokens: int = Field(gt=0)
+    time_budget_s: float = Field(gt=0)
+    categories: list[Category]
+
+    @property
+    def major(self) -> int:
+        """The major version, part of every instance's seed derivation."""
+        return int(self.version.split(".")[0])
+
+
+class Instance(BaseModel):
+    """One item as generated for one pool; the key stays out of anything shown to a model."""
+
+    model_config = ConfigDict(frozen=True)
+
+    suite: str
+    version: str
+    item_id: str
+    category: str
+    pool: str
+    prompt: str
+    key: AnswerKey
+    reference: str
