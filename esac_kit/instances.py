@@ -1,0 +1,50 @@
+"""Instances: an item made concrete for a pool, a pure function of (suite, item id, major version, pool seed) (amendment 001 §3, §4)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from esac_kit.errors import ConfigError
+from esac_kit.pools import Pool
+from esac_kit.rng import ItemRng, derive_item_key
+from esac_kit.schemas import Generated, Instance, ItemSpec, JudgeKey
+from esac_kit.suite import Suite, read_item, resolve_generator
+
+
+def item_rng(suite: Suite, item: ItemSpec, pool: Pool) -> ItemRng:
+    """The item's own random stream for this pool."""
+    return ItemRng(derive_item_key(pool.seed, suite.manifest.suite, item.id, suite.manifest.major))
+
+
+def generate(suite: Suite, item: ItemSpec, pool: Pool, pack: Path | None = None) -> Instance:
+    """Make one instance; authored items in the held-out pool take their variants from the private pack."""
+    rng = item_rng(suite, item, pool)
+    if item.parametrized:
+        generated: Generated = resolve_generator(item.generator)(rng)
+    else:
+        source = pack_item(suite, item, pack) if pool.name == "heldout" else item
+        variant = rng.choice(source.variants)
+        ideal = next((a.response for a in variant.anchors if a.kind == "ideal"), "")
+        generated = Generated(prompt=variant.prompt, key=JudgeKey(variant=variant.id), reference=ideal)
+    return Instance(suite=suite.manifest.suite, version=suite.manifest.version, item_id=item.id,
+                    category=item.category, pool=pool.name, prompt=generated.prompt, key=generated.key,
+                    reference=generated.reference)
+
+
+def pack_item(suite: Suite, item: ItemSpec, pack: Path | None) -> ItemSpec:
+    """The held-out variants of an authored item from a private pack `<pack>/<suite>/<id>.toml`."""
+    if pack is None:
+        raise ConfigError(f"the held-out pool needs a private item pack for authored item '{item.id}': "
+                          f"pass --pack DIR")
+    path = pack / suite.manifest.suite / f"{item.id}.toml"
+    if not path.is_file():
+        raise ConfigError(f"{path}: missing from the item pack: the held-out pool needs a variant of '{item.id}'")
+    held_out = read_item(path)
+    if held_out.category != item.category or held_out.scoring != item.scoring:
+        raise ConfigError(f"{path}: field 'category': the pack item must match the suite item '{item.id}'")
+    return held_out
+
+
+def generate_all(suite: Suite, pool: Pool, pack: Path | None = None) -> list[Instance]:
+    """Every instance of a suite for one pool, in manifest order."""
+    return [generate(suite, item, pool, pack) for item in suite.items]

@@ -1,0 +1,133 @@
+"""Loading a suite: the manifest and its item files, validated and asserted at load time (amendment 001 §6)."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import tomllib
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from esac_kit.errors import ConfigError
+from esac_kit.schemas import ItemSpec, SuiteManifest
+
+ITEMS_ENV = "ESAC_ITEMS"
+MANIFEST = "manifest.toml"
+
+
+def default_items_dir() -> Path:
+    """The items folder: $ESAC_ITEMS, else the repository's items/ beside the package."""
+    return Path(os.environ.get(ITEMS_ENV) or Path(__file__).resolve().parent.parent / "items")
+
+
+@dataclass(frozen=True)
+class Suite:
+    """A loaded suite: its manifest and its items in manifest category order."""
+
+    manifest: SuiteManifest
+    items: tuple[ItemSpec, ...]
+    folder: Path
+
+    def item(self, item_id: str) -> ItemSpec:
+        """The item with this id, or a ConfigError naming the suite."""
+        for item in self.items:
+            if item.id == item_id:
+                return item
+        raise ConfigError(f"no item '{item_id}' in {self.manifest.name} {self.manifest.version}: "
+                          f"see `esac items --suite {self.manifest.suite} --list`")
+
+    def category_of(self, item: ItemSpec):
+        """The manifest's category record for an item."""
+        return next(c for c in self.manifest.categories if c.id == item.category)
+
+
+def read_model(path: Path, model: type[BaseModel]) -> Any:
+    """Parse a TOML file into a schema, turning any failure into a one-line ConfigError naming file and field."""
+    try:
+        with path.open("rb") as handle:
+            data = tomllib.load(handle)
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot read: {error.strerror}") from None
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{path}: invalid TOML: {error}") from None
+    try:
+        return model.model_validate(data)
+    except ValidationError as error:
+        first = error.errors()[0]
+        field = ".".join(str(part) for part in first["loc"]) or "(file)"
+        more = f" (and {error.error_count() - 1} more)" if error.error_count() > 1 else ""
+        raise ConfigError(f"{path}: field '{field}': {first['msg']}{more}") from None
+
+
+def load_suite(suite: str = "gi", items_dir: Path | None = None) -> Suite:
+    """Load and check a suite; any drift between manifest and item files is a ConfigError (amendment 001 §6)."""
+    folder = (items_dir or default_items_dir()) / suite
+    manifest_path = folder / MANIFEST
+    if not manifest_path.is_file():
+        raise ConfigError(f"{manifest_path}: no such manifest: is '{suite}' a suite of this kit?")
+    manifest: SuiteManifest = read_model(manifest_path, SuiteManifest)
+    items = [read_item(path) for path in sorted(folder.glob("*.toml")) if path.name != MANIFEST]
+    _assert_figures(manifest, manifest_path, items, folder)
+    order = {c.id: n for n, c in enumerate(manifest.categories)}
+    return Suite(manifest, tuple(sorted(items, key=lambda i: (order[i.category], i.id))), folder)
+
+
+def read_item(path: Path) -> ItemSpec:
+    """Read one item file and check that its id matches its file name and its generator imports."""
+    item: ItemSpec = read_model(path, ItemSpec)
+    if item.id != path.stem:
+        raise ConfigError(f"{path}: field 'id': '{item.id}' does not match the file name")
+    if not item.id.startswith(item.category + "-"):
+        raise ConfigError(f"{path}: field 'id': '{item.id}' must start with its category '{item.category}-'")
+    if item.generator:
+        try:
+            resolve_generator(item.generator)
+        except ConfigError as error:
+            raise ConfigError(f"{path}: field 'generator': {error}") from None
+    return item
+
+
+def resolve_generator(reference: str) -> Callable:
+    """Import `module:function` and return the function, or raise a ConfigError saying what is missing."""
+    module_name, _, function_name = reference.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise ConfigError(f"cannot import '{module_name}': {error}") from None
+    function = getattr(module, function_name, None)
+    if not callable(function):
+        raise ConfigError(f"'{module_name}' has no function '{function_name}'")
+    return function
+
+
+def _assert_figures(manifest: SuiteManifest, manifest_path: Path, items: list[ItemSpec], folder: Path) -> None:
+    where = manifest_path
+    category_points = sum(c.points for c in manifest.categories)
+    if abs(category_points - manifest.total_points) > 1e-9:
+        raise ConfigError(f"{where}: field 'total_points': {manifest.total_points:g} but the categories sum to "
+                          f"{category_points:g}")
+    declared_items = sum(c.items for c in manifest.categories)
+    if declared_items != manifest.total_items:
+        raise ConfigError(f"{where}: field 'total_items': {manifest.total_items} but the categories declare "
+                          f"{declared_items}")
+    if len(items) != manifest.total_items:
+        raise ConfigError(f"{where}: field 'total_items': {manifest.total_items} but {folder} holds "
+                          f"{len(items)} item files")
+    duplicates = [i for i, n in Counter(item.id for item in items).items() if n > 1]
+    if duplicates:
+        raise ConfigError(f"{folder}: duplicate item ids: {', '.join(duplicates)}")
+    known = {c.id for c in manifest.categories}
+    for item in items:
+        if item.category not in known:
+            raise ConfigError(f"{folder / (item.id + '.toml')}: field 'category': '{item.category}' is not a "
+                              f"category of {manifest_path}")
+    counts = Counter(item.category for item in items)
+    for n, category in enumerate(manifest.categories):
+        if counts[category.id] != category.items:
+            raise ConfigError(f"{where}: field 'categories.{n}.items': '{category.id}' declares {category.items} "
+                              f"items but {folder} holds {counts[category.id]}")

@@ -1,0 +1,82 @@
+"""`esac verify` on the public and a random held-out seed, and the held-out seed never leaving memory."""
+
+import os
+import secrets
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from esac_kit.instances import generate
+from esac_kit.pools import public_pool
+from esac_kit.suite import load_suite
+from esac_kit.verify import verify_item, verification_pools
+
+PACK = Path(__file__).resolve().parent / "pack"
+
+
+def esac(*args, env_extra=None, cwd=None):
+    env = {**os.environ, **(env_extra or {})}
+    return subprocess.run([sys.executable, "-m", "esac_kit.cli", *args], capture_output=True, text=True, env=env,
+                          cwd=cwd)
+
+
+@pytest.fixture(scope="module")
+def heldout_seed():
+    return "heldout-" + secrets.token_hex(16)
+
+
+def test_verify_passes_on_the_public_seed():
+    result = esac("verify", "--seeds", "25")
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+    assert "29/29 parametrized items pass" in result.stdout
+
+
+def test_verify_passes_on_a_random_heldout_seed_and_never_prints_it(heldout_seed, tmp_path):
+    result = esac("verify", "--heldout", "--seeds", "25", env_extra={"ESAC_HELDOUT_SEED": heldout_seed},
+                  cwd=tmp_path)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+    assert "commitment sha256:" in result.stdout
+    assert heldout_seed not in result.stdout + result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_verify_fails_an_item_whose_reference_is_wrong(monkeypatch):
+    suite = load_suite("gi")
+    item = next(i for i in suite.items if i.scoring == "exact")
+    import esac_kit.verify as verify
+
+    real = verify.generate
+
+    def wrong_reference(*args, **kwargs):
+        instance = real(*args, **kwargs)
+        return instance.model_copy(update={"reference": "ANSWER: 123456789987"})
+
+    monkeypatch.setattr(verify, "generate", wrong_reference)
+    result, _ = verify_item(suite, item.id, verification_pools(public_pool(suite.manifest.public_seed), 5))
+    assert not result.passed and result.failures[0].startswith("reference scored 1 on 0/5")
+
+
+def test_show_heldout_authored_item_needs_the_pack_and_hides_the_seed(heldout_seed):
+    env = {"ESAC_HELDOUT_SEED": heldout_seed}
+    missing = esac("show", "--heldout", _authored_item(), env_extra=env)
+    assert missing.returncode == 2 and "--pack" in missing.stderr and heldout_seed not in missing.stderr
+    shown = esac("show", "--heldout", "--pack", str(PACK), _authored_item(), env_extra=env)
+    assert shown.returncode == 0, shown.stderr
+    public = esac("show", _authored_item())
+    assert shown.stdout.splitlines()[1:] != public.stdout.splitlines()[1:]
+    assert heldout_seed not in shown.stdout + shown.stderr
+
+
+def test_heldout_and_public_instances_differ(heldout_seed, monkeypatch):
+    monkeypatch.setenv("ESAC_HELDOUT_SEED", heldout_seed)
+    from esac_kit.pools import heldout_pool
+
+    suite = load_suite("gi")
+    item = next(i for i in suite.items if i.parametrized)
+    assert generate(suite, item, heldout_pool()).prompt != generate(suite, item, public_pool("x")).prompt
+
+
+def _authored_item():
+    return sorted(p.stem for p in (Path(__file__).resolve().parent.parent / "items" / "gi").glob("calibration-*.toml"))[0]
