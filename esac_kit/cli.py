@@ -80,6 +80,65 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_run(args: argparse.Namespace) -> int:
+    """Run a model on a suite (or resume a run folder) and print the report; exit 3 on a persistent outage."""
+    from esac_kit.cache import ResponseCache, default_cache_dir
+    from esac_kit.report import format_report
+    from esac_kit.runner import RetryPolicy
+    from esac_kit.runs import execute, load_config, new_config, pool_for, run_folder, terminal_progress
+    from esac_kit.providers import parse_model
+
+    policy = RetryPolicy(max_attempts=args.max_attempts, base_s=args.retry_base_s, deadline_s=args.retry_deadline_s,
+                         request_timeout_s=args.request_timeout_s)
+    cache = ResponseCache(None if args.no_cache else (args.cache or default_cache_dir()))
+    if args.resume:
+        folder = args.resume
+        config = load_config(folder)
+        suite = load_suite(config.suite, args.items)
+        if suite.manifest.version != config.version:
+            raise ConfigError(f"{folder}: run of {config.suite} {config.version} cannot resume under "
+                              f"{suite.manifest.version}")
+        pool = pool_for(config, suite, args.heldout_seed_file)
+        print(f"resuming {folder}", flush=True)
+    else:
+        suite = _suite(args)
+        pool = _pool(args, suite)
+        parse_model(args.model)
+        if args.judge:
+            parse_model(args.judge)
+        if args.only:
+            for item_id in args.only:
+                suite.item(item_id)
+        config = new_config(suite, pool, args.model, args.judge, args.temperature, args.concurrency, args.pack,
+                            args.only)
+        folder = run_folder(args.reports, config, parse_model(args.model))
+        print(f"run {config.run_id}: {suite.manifest.name} {suite.manifest.version}, model {config.model}, "
+              f"judge {config.judge or '-'}, pool {pool.label}\nfolder {folder}", flush=True)
+        for note in config.notes:
+            print(f"NOTE: {note}", flush=True)
+    report = execute(folder, config, suite, pool, policy, cache, terminal_progress())
+    print(format_report(report))
+    print(f"report: {folder / 'report.json'}")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """Re-render a run folder's report from its journal."""
+    from esac_kit.journal import Journal
+    from esac_kit.report import build_report, format_report
+    from esac_kit.runs import REPORT_FILE, load_config
+    from esac_kit.journal import write_json
+
+    config = load_config(args.run)
+    suite = load_suite(config.suite, args.items)
+    journal = Journal(args.run)
+    journal.close()
+    report = build_report(suite, config, journal.observations)
+    write_json(args.run / REPORT_FILE, report.model_dump())
+    print(format_report(report))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand."""
     parser = argparse.ArgumentParser(prog="esac", description="ESAC kit: generate, run, score and report ESAC.")
@@ -107,12 +166,35 @@ def build_parser() -> argparse.ArgumentParser:
     verify = commands.add_parser("verify", parents=[common, pools], help="check every parametrized item")
     verify.add_argument("--seeds", type=int, default=200, help="pool seeds per item (default: 200)")
     verify.set_defaults(run=cmd_verify)
+
+    run = commands.add_parser("run", parents=[common, pools], help="run a model on a suite, or --resume a run")
+    run.add_argument("--model", default="local", help="local | openai:MODEL[@URL] | anthropic:MODEL[@URL]")
+    run.add_argument("--judge", default=None, help="judge model (default: the suite's pinned judge; "
+                                                  "local when --model is local)")
+    run.add_argument("--temperature", type=float, default=1.0, help="model sampling temperature (default 1.0)")
+    run.add_argument("--concurrency", type=int, default=4, help="parallel requests per provider (default 4)")
+    run.add_argument("--only", nargs="+", metavar="ITEM", help="run only these items (a partial, unofficial run)")
+    run.add_argument("--reports", type=Path, default=Path("reports"), help="reports folder (default: reports)")
+    run.add_argument("--resume", type=Path, metavar="RUN", help="continue a killed or aborted run folder")
+    run.add_argument("--cache", type=Path, help="response cache folder (default: $ESAC_CACHE or ~/.cache/esac-kit)")
+    run.add_argument("--no-cache", action="store_true", help="neither read nor write the response cache")
+    run.add_argument("--max-attempts", type=int, default=6, help="attempts per call on infrastructure failures")
+    run.add_argument("--retry-base-s", type=float, default=1.0, help="backoff base in seconds")
+    run.add_argument("--retry-deadline-s", type=float, default=900.0, help="give up retrying a call after this")
+    run.add_argument("--request-timeout-s", type=float, help="HTTP timeout per call (default: time budget + 30 s)")
+    run.set_defaults(run=cmd_run)
+
+    report = commands.add_parser("report", parents=[common], help="re-render a run folder's report")
+    report.add_argument("run", type=Path, help="run folder")
+    report.set_defaults(run=cmd_report)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `esac` console script."""
     args = build_parser().parse_args(argv)
+    if getattr(args, "command", None) == "run" and args.judge is None and args.model == "local":
+        args.judge = "local"
     if getattr(args, "heldout_seed_file", None) and not args.heldout:
         args.heldout = True
     try:

@@ -204,6 +204,15 @@ class Category(Strict):
     scoring: str
 
 
+class JudgePin(Strict):
+    """The pinned judge: exact model snapshot, stated sampling and the template version (amendment 001 §5)."""
+
+    model: str
+    temperature: float = Field(ge=0)
+    max_tokens: int = Field(gt=0)
+    template_version: str
+
+
 class SuiteManifest(Strict):
     """A suite's manifest: version, categories, totals and defaults, asserted against the item files at load."""
 
@@ -216,6 +225,7 @@ class SuiteManifest(Strict):
     pass_fraction: float = Field(gt=0, le=1)
     output_budget_tokens: int = Field(gt=0)
     time_budget_s: float = Field(gt=0)
+    judge: JudgePin | None = None
     categories: list[Category]
 
     @property

