@@ -68,7 +68,7 @@ def _block_text(response: str, p: dict[str, Any]) -> str:
 
 
 def sentences(text: str) -> list[tuple[str, str]]:
-    """(sentence, terminator) pairs: a sentence ends at `.`, `?` or `!`; trailing text is a sentence with terminator ''."""
+    """(sentence, terminator) pairs: a sentence ends at `.`, `?` or `!`; trailing text is one more, ending ''."""
     parts = re.split(r"([.?!])", text)
     found = [(parts[i], parts[i + 1]) for i in range(0, len(parts) - 1, 2)]
     if parts[-1].strip():

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from esac_kit.cache import ResponseCache, cache_key
-from esac_kit.errors import InfrastructureAbort
+from esac_kit.errors import EsacError, InfrastructureAbort
 from esac_kit.journal import Journal, Observation
 from esac_kit.judge import judge_request, parse_verdict
 from esac_kit.providers import ChatRequest, ModelReply, Provider, TransientFailure
@@ -134,8 +134,8 @@ class Runner:
             async with asyncio.TaskGroup() as group:
                 for (item_id, replicate), item_slots in pending.items():
                     group.create_task(self._answer_and_score(item_id, replicate, item_slots))
-        except* InfrastructureAbort as aborted:
-            raise aborted.exceptions[0] from None
+        except* EsacError as failed:  # an abort or a configuration error: the first one speaks for the run
+            raise failed.exceptions[0] from None
         return self.journal.observations
 
     async def _answer_and_score(self, item_id: str, replicate: int, slots: list[Slot]) -> None:

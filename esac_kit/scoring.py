@@ -125,15 +125,18 @@ def category_points(points: float, scores_and_weights: list[tuple[float, float]]
 def aggregate(manifest: SuiteManifest, item_scores: dict[str, float], item_weights: dict[str, float],
               item_categories: dict[str, str]) -> SuiteResult:
     """Roll item scores up to categories and the suite, and apply the pass rule (amendment 001 §10)."""
-    categories = []
+    categories, reasons = [], []
     for category in manifest.categories:
         members = [(item_scores[i], item_weights[i]) for i, c in item_categories.items() if c == category.id]
+        if not members:  # a partial run cannot pass: a category without scores is not a category at 0
+            reasons.append(f"{category.id} has no scored items")
+            continue
         earned = category_points(category.points, members)
         categories.append(CategoryResult(category.id, earned, category.points,
                                          _clears(earned, category.points, manifest.pass_fraction)))
     total = sum(c.points for c in categories)
-    reasons = [f"{c.id} {c.points:.2f}/{c.max_points:g} is below {manifest.pass_fraction:.0%}"
-               for c in categories if not c.passed]
+    reasons += [f"{c.id} {c.points:.2f}/{c.max_points:g} is below {manifest.pass_fraction:.0%}"
+                for c in categories if not c.passed]
     total_ok = _clears(total, manifest.total_points, manifest.pass_fraction)
     if not total_ok:
         reasons.append(f"total {total:.2f}/{manifest.total_points:g} is below {manifest.pass_fraction:.0%}")

@@ -32,7 +32,8 @@ def verdict(body, judge_level: str = "top") -> str:
     """A verdict for a judge request: every criterion at its top level (or 'unparseable' text)."""
     if judge_level == "unparseable":
         return "I think this response is quite good, maybe a 3?"
-    schema = body["response_format"]["schema"]["properties"]["levels"]["properties"]
+    response_format = body["response_format"]
+    schema = (response_format.get("schema") or response_format["json_schema"]["schema"])["properties"]["levels"]["properties"]
     return json.dumps({"rationale": "scripted", "levels": {k: max(v["enum"]) for k, v in schema.items()}})
 
 

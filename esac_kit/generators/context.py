@@ -45,7 +45,8 @@ def inventory_ledger(rng: ItemRng) -> Generated:
     prefix = rng.choice(["KT", "VX", "RB", "MQ", "LN", "PZ"])
     digits = rng.sample("123456789", 4)
     swaps = [digits[:1] + [digits[2], digits[1]] + digits[3:], digits[:2] + [digits[3], digits[2]]]
-    skus = [f"{prefix}-{''.join(d)}" for d in [digits, *swaps]] + [f"{rng.choice(['HD', 'WF'])}-{rng.randint(1000, 9999)}"]
+    skus = [f"{prefix}-{''.join(d)}" for d in [digits, *swaps]]         # look-alike codes: one target, two decoys
+    skus.append(f"{rng.choice(['HD', 'WF'])}-{rng.randint(1000, 9999)}")
     target = skus[0]
     stock = {(s, w): rng.randint(15, 90) for s in skus for w in whs}
     opening = dict(stock)
@@ -68,7 +69,7 @@ def inventory_ledger(rng: ItemRng) -> Generated:
             post(day, text)
         if transit and transit[0][0] <= step:
             _, tid, sku, src, dst, qty = transit.pop(0)
-            lost = rng.choice([0, 0, 0, rng.randint(1, 4)])
+            lost = min(qty - 1, rng.choice([0, 0, 0, rng.randint(1, 4)]))
             stock[sku, dst] += qty - lost
             post(day, f"TRANSFER-IN   {sku}  {dst:<8}  +{qty - lost:<4} {tid} from {src}"
                       + (f"; {lost} damaged, written off in transit" if lost else "; received in full"))
@@ -133,7 +134,8 @@ def inventory_ledger(rng: ItemRng) -> Generated:
             dup = post(day, text)
             later.append((step + rng.randint(1, 25), f"VOID          re #{dup}: duplicate posting of #{number}"))
         elif kind == "ship" and rng.randint(1, 10) == 1:
-            ghost = post(day, f"SHIPMENT      {sku}  {wh:<8}  -{rng.randint(3, 25):<4} order SO-{rng.randint(10000, 99999)}")
+            ghost = post(day, f"SHIPMENT      {sku}  {wh:<8}  -{rng.randint(3, 25):<4} "
+                              f"order SO-{rng.randint(10000, 99999)}")
             later.append((step + rng.randint(1, 25), f"VOID          re #{ghost}: order cancelled before picking"))
     for _, text in sorted(later):
         post(28, text)
@@ -211,8 +213,14 @@ def per_diem_memos(rng: ItemRng) -> Generated:
     start = dt.date(year, rng.randint(3, 9), rng.randint(3, 20))
     nights = [c for c in trip for _ in range(rng.randint(2, 3))]
     end = start + dt.timedelta(len(nights))
-    day = lambda k: start + dt.timedelta(k)  # noqa: E731 - day k of the trip, 0 = departure
-    rate = lambda: (("lodging", 5 * rng.randint(18, 50)), ("mie", 4 * rng.randint(12, 30)))  # noqa: E731
+
+    def day(k):
+        """Day k of the trip; 0 is the departure day."""
+        return start + dt.timedelta(k)
+
+    def rate():
+        # M&IE rates are multiples of 4 so that 75% days and percentage deductions land on whole cents.
+        return ("lodging", 5 * rng.randint(18, 50)), ("mie", 4 * rng.randint(12, 30))
 
     def memo(issue, effective, settings, status="in force", note=""):
         return {"issue": issue, "effective": effective, "settings": settings, "status": status, "note": note}
@@ -221,7 +229,8 @@ def per_diem_memos(rng: ItemRng) -> Generated:
         return [((c, f), v) for c in cities_ for f, v in rate() if f in fields]
 
     baseline = memo(dt.date(year - 1, 12, rng.randint(1, 15)), dt.date(year, 1, 1),
-                    [((c, f), v) for c in cities for f, v in rate()] + [(("deduction", m), p) for m, p in MEALS.items()])
+                    [((c, f), v) for c in cities for f, v in rate()]
+                    + [(("deduction", m), p) for m, p in MEALS.items()])
     pre_eff = start - dt.timedelta(rng.randint(25, 60))
     pre = memo(pre_eff - dt.timedelta(rng.randint(5, 20)), pre_eff, some(rng.sample(cities, 3)))
     wd_eff = start - dt.timedelta(rng.randint(5, 40))
@@ -272,6 +281,7 @@ def per_diem_memos(rng: ItemRng) -> Generated:
         deduct = sum(Fraction(value(("deduction", m), day(d)), 100) * full for d_, m in provided if d_ == d)
         mie += max(Fraction(0), base - deduct)
     cents = (lodging + mie) * 100
+    assert cents.denominator == 1, "rates are multiples of 4 and percentages whole, so the total is in cents"
     answer = f"{cents.numerator // 100}.{cents.numerator % 100:02d}"
     fill = rng.sample(MEMO_FILLER, len(MEMO_FILLER))
     blocks = []
@@ -295,7 +305,8 @@ def per_diem_memos(rng: ItemRng) -> Generated:
     hotels = "\n".join(f"  - {c}: {nights.count(c)} nights at EUR {actual[c]} per night (itemised receipt)"
                        for c in trip)
     meals = "; ".join(f"{m} on {_day(day(d))}" for d, m in provided)
-    prompt = PER_DIEM_PROMPT.format(memos="\n\n".join(blocks), other_claim=other_claim, traveller=traveller, claim=rng.randint(10000, 99999),
+    prompt = PER_DIEM_PROMPT.format(memos="\n\n".join(blocks), other_claim=other_claim, traveller=traveller,
+                                    claim=rng.randint(10000, 99999),
                                     start=_day(start), end=_day(end), route=" -> ".join(trip), hotels=hotels,
                                     meals=meals, legs="; ".join(
                                         f"{c} from {_day(day(nights.index(c)))}" for c in trip))
@@ -476,7 +487,7 @@ def _fund(props, rules, budget, cap, floor, bonus, window, year, strict=True):
     return funded
 
 
-def grant_committee(rng: ItemRng) -> Generated:
+def grant_panel(rng: ItemRng) -> Generated:
     """Which proposals a fund's rules select, from a panel transcript full of corrections, strikes and asides."""
     traps = {"corrections", "strikes", "active", "trims", "withdrawals", "caps"}
     while True:  # redraw until the traps bite: naive readings must give a different answer
@@ -497,20 +508,24 @@ def grant_committee(rng: ItemRng) -> Generated:
         late: list[tuple[int, str]] = []    # (presentation slot after which it is said, text)
         for p in rng.sample(props, 3):
             p["final"] = max(20000, p["ask"] - 5000 * rng.randint(2, 8))
-        for p in rng.sample(props, 2):
+        fixed = rng.sample(props, 4)  # two corrected and two struck, never the same proposal
+        for p in fixed[:2]:
             r = rng.choice(list(p["true"]))
             p["said"][r] = rng.choice([v for v in range(3, 11) if v != p["true"][r]])
-            late.append((rng.randint(props.index(p), len(props)), f"{r}: Correction for G-{p['no']}: I said {p['said'][r]} "
+            late.append((rng.randint(props.index(p), len(props)),
+                         f"{r}: Correction for G-{p['no']}: I said {p['said'][r]} "
                          f"earlier, but my sheet says {p['true'][r]}. Please use {p['true'][r]}.\nCHAIR: Noted."))
-        for p in rng.sample(props, 2):
+        for p in fixed[2:]:
             r = rng.choice(list(p["true"]))
             p["struck"].add(r)
-            late.append((rng.randint(props.index(p), len(props)), f"{r}: I have to declare a conflict on G-{p['no']}: the PI "
+            late.append((rng.randint(props.index(p), len(props)),
+                         f"{r}: I have to declare a conflict on G-{p['no']}: the PI "
                          "co-authored my last paper. Please strike my score for it.\nCHAIR: Struck; that proposal is "
                          "averaged over the remaining scores."))
         gone = rng.choice(props)
         gone["withdrawn"] = True
-        late.append((len(props), f"CHAIR: The office tells me G-{gone['no']} was withdrawn by the applicant this morning."))
+        late.append((len(props), f"CHAIR: The office tells me G-{gone['no']} was withdrawn by the applicant this "
+                                  "morning."))
         budget = 10000 * round(Fraction(42, 100) * sum(p["final"] for p in props) / 10000)
         cap = 10000 * round(Fraction(rng.randint(30, 40), 100) * budget / 10000)
         args = (budget, cap, floor, bonus, window, year)
@@ -572,3 +587,192 @@ Transcript:
 Question: which proposals are funded, in the order in which the procedure of rule 5 funds them?
 End your response with a final line `ANSWER: <ids>` listing the funded proposal numbers in funding order, \
 comma-separated, e.g. `ANSWER: G-101, G-202, G-303`."""
+
+
+# ---------------------------------------------------------------- distribution rights under superseding documents
+
+OWNERS = ["Kestrel Pictures", "Halvard Films", "Marlowe Studios", "Northlight Features"]
+DISTRIBUTORS = ["Arbor Media", "Blue Quay Releasing", "Cobalt Screen", "Dunlin Distribution", "Eastwind Films",
+                "Foxglove Media", "Granite Releasing", "Harbour Lights"]
+TERRITORIES = ["Portugal", "Austria", "Norway", "Greece", "Ireland", "Poland", "Chile", "Finland", "Hungary",
+               "Belgium", "Denmark", "Mexico"]
+TRAPS = ("signed", "notice", "future", "revival", "expiry")
+
+
+def _month(d: dt.date, months: int) -> dt.date:
+    """The first day of the month `months` after d's month."""
+    index = d.year * 12 + d.month - 1 + months
+    return dt.date(index // 12, index % 12 + 1, 1)
+
+
+def _grants(docs, territory, today, rules=TRAPS):
+    """The binding grants of a territory as (effective date, document index, agreement id), oldest first."""
+    binding = [(n, d) for n, d in enumerate(docs) if d["signed"] or "signed" not in rules]
+    grants = [(d["start"], n, d["id"]) for n, d in binding if d["kind"] == "agreement" and territory in d["terr"]]
+    grants += [(d["eff"], n, d["of"]) for n, d in binding if d["kind"] == "add" and d["terr"] == territory]
+    return sorted(g for g in grants if g[0] <= today or "future" not in rules)
+
+
+def _holder(docs, territory, today, rules=TRAPS):
+    """Who holds a territory on `today`; `rules` lists the traps honoured (all of them for the key)."""
+    binding = [d for d in docs if d["signed"] or "signed" not in rules]
+    agreements = {d["id"]: d for d in docs if d["kind"] == "agreement"}
+
+    def in_force(start, agreement):
+        end = max([agreements[agreement]["end"]] + [d["end"] for d in binding
+                                                    if d["kind"] == "extend" and d["of"] == agreement])
+        if today > end and "expiry" in rules:
+            return False
+        for d in binding:
+            if d["of" if d["kind"] != "agreement" else "id"] != agreement:
+                continue
+            if d["kind"] == "remove" and d["terr"] == territory and start < d["eff"] <= today:
+                return False
+            if d["kind"] == "terminate":
+                notice_end = d["given"] + dt.timedelta(agreements[agreement]["notice"])
+                if (max(d["stated"], notice_end) if "notice" in rules else d["stated"]) < today:
+                    return False
+        return True
+
+    for start, _, agreement in reversed(_grants(docs, territory, today, rules)):
+        if in_force(start, agreement):
+            return agreements[agreement]["dist"]
+        if "revival" in rules:  # a later grant ended the earlier ones for good
+            break
+    return "none"
+
+
+def distribution_rights(rng: ItemRng) -> Generated:
+    """Who holds each of five territories on a date, under agreements, amendments, notices, drafts and emails."""
+    while True:  # redraw until several traps change the answer
+        today = dt.date(rng.randint(2026, 2031), rng.randint(3, 11), rng.randint(8, 22))
+        owner, dists, terrs = rng.choice(OWNERS), rng.sample(DISTRIBUTORS, 6), rng.sample(TERRITORIES, 10)
+        docs: list[dict] = []
+
+        def agreement(dist, territories, start, end):
+            docs.append({"kind": "agreement", "id": len(docs), "dist": dist, "terr": territories, "start": start,
+                         "end": end, "notice": rng.choice([30, 60, 90]), "signed": True,
+                         "date": start - dt.timedelta(rng.randint(10, 45)), "fee": 5000 * rng.randint(4, 30)})
+            return docs[-1]
+
+        def amend(kind, of, signed=True, **fields):
+            date = max(of["date"] + dt.timedelta(20), fields.get("eff", today) - dt.timedelta(rng.randint(15, 60)))
+            docs.append({"kind": kind, "of": of["id"], "signed": signed, "date": min(date, today - dt.timedelta(2)),
+                         **fields})
+
+        base = [agreement(dists[k], terrs[3 * k:3 * k + 3], _month(today, -rng.randint(20, 30)),
+                          _month(today, rng.randint(8, 30)) - dt.timedelta(1)) for k in range(3)]
+        base[2]["end"] = _month(today, -rng.randint(1, 6)) - dt.timedelta(1)   # one term has run out
+        amend("extend", base[2], signed=rng.randint(1, 2) == 1, end=_month(today, rng.randint(6, 20)) - dt.timedelta(1))
+        late = agreement(dists[3], rng.sample(terrs[:9], 2), _month(today, -rng.randint(4, 12)),
+                         _month(today, rng.randint(12, 30)) - dt.timedelta(1))
+        agreement(dists[4], rng.sample(terrs, 2), _month(today, rng.randint(1, 5)), _month(today, 40) - dt.timedelta(1))
+        agreement(dists[5], [terrs[9], rng.choice(terrs[:9])], _month(today, -rng.randint(2, 18)),
+                  _month(today, rng.randint(6, 30)) - dt.timedelta(1))
+        removed_from = rng.choice(base)
+        removed = rng.choice(removed_from["terr"])
+        amend("remove", removed_from, terr=removed, eff=_month(today, rng.randint(-10, 4)))
+        for of, signed in [(rng.choice(base[:2]), True), (rng.choice(base), False)]:
+            amend("add", of, signed=signed, terr=rng.choice([t for t in terrs if t not in of["terr"] + [removed]]),
+                  eff=_month(today, -rng.randint(1, 14)))
+        amend("fee", rng.choice([*base, late]), fee=5000 * rng.randint(4, 30), eff=_month(today, -rng.randint(1, 9)))
+        for target, past in [(rng.choice(base[:2]), False), (late if rng.randint(1, 2) == 1 else base[0], True)]:
+            wait = rng.randint(target["notice"] + 5, target["notice"] + 120) if past else rng.randint(3, 25)
+            given = max(target["date"] + dt.timedelta(20), today - dt.timedelta(wait))
+            docs.append({"kind": "terminate", "of": target["id"], "signed": True, "date": given, "given": given,
+                         "stated": given + dt.timedelta(rng.randint(1, 20)), "by": rng.choice(["owner", "dist"])})
+        docs.append({"kind": "add", "of": rng.choice([*base, late])["id"], "signed": False, "email": True,
+                     "terr": rng.choice(terrs), "eff": _month(today, -rng.randint(1, 6)),
+                     "date": today - dt.timedelta(rng.randint(60, 200))})
+        for of, claim in [(rng.choice(base), False), (rng.choice([*base, late]), True)]:  # letters that change nothing
+            docs.append({"kind": "note", "of": of["id"], "signed": False, "claim": claim, "terr": rng.choice(terrs),
+                         "date": today - dt.timedelta(rng.randint(10, 300))})
+        docs.sort(key=lambda d: d["date"])
+        for a, b in zip(docs, docs[1:]):  # distinct dates, so "the document dated later" always decides
+            b["date"] = max(b["date"], a["date"] + dt.timedelta(1))
+        first = rng.randint(11, 80)
+        names = {d["id"]: f"DA-{first + n}" for n, d in enumerate(x for x in docs if x["kind"] == "agreement")}
+        for d in docs:
+            d.update({k: names[d[k]] for k in ("id", "of") if k in d})
+        asked = rng.sample(terrs, 5)
+        answer = [_holder(docs, t, today) for t in asked]
+        naive = [[_holder(docs, t, today, tuple(r for r in TRAPS if r != trap)) for t in asked] for trap in TRAPS]
+        notice = {d["id"]: d["notice"] for d in docs if d["kind"] == "agreement"}
+        boundaries = [d[k] for d in docs for k in ("start", "end", "eff", "stated") if k in d] + [
+            d["given"] + dt.timedelta(notice[d["of"]]) for d in docs if d["kind"] == "terminate"]
+        starts = [[g[0] for g in _grants(docs, t, today, ())] for t in terrs]
+        if sum(n != answer for n in naive) >= 3 and answer.count("none") <= 3 \
+                and all(abs((b - today).days) >= 3 for b in boundaries) \
+                and all(len(set(g)) == len(g) for g in starts) and max(d["date"] for d in docs) < today:
+            break
+    return _exact(_rights_prompt(docs, owner, today, asked), ", ".join(answer), "list")
+
+
+def _rights_prompt(docs: list[dict], owner: str, today: dt.date, asked: list[str]) -> str:
+    """Render the document bundle in date order, with the general terms and the question."""
+    dist = {d["id"]: d["dist"] for d in docs if d["kind"] == "agreement"}
+    blocks = []
+    for d in docs:
+        if d["kind"] == "agreement":
+            blocks.append(
+                f"DISTRIBUTION AGREEMENT {d['id']}, signed {_day(d['date'])} by {owner} and {d['dist']}\n"
+                f"1. Grant. {owner} grants {d['dist']} the exclusive right to distribute its catalogue in "
+                f"{', '.join(d['terr'])} from {_day(d['start'])} to {_day(d['end'])} inclusive.\n"
+                f"2. Fees. {d['dist']} pays a minimum guarantee of ${d['fee']:,} per territory per year, quarterly.\n"
+                f"3. Termination. Either party may terminate this agreement by written notice. Termination takes "
+                f"effect on the date stated in the notice or {d['notice']} days after the notice is given, "
+                f"whichever is later.\n4. Changes. This agreement can be changed only by an amendment signed by "
+                f"both parties.\n5. Reporting. {d['dist']} reports receipts monthly; {owner} may audit once a year.\n"
+                f"6. Law. This agreement is governed by the law of England and Wales.")
+        elif d.get("email"):
+            blocks.append(f"EMAIL, {_day(d['date'])}, from the head of sales at {owner} to {dist[d['of']]}\n"
+                          f"\"Following our call: we are happy for you to take {d['terr']} from {_day(d['eff'])} "
+                          f"under {d['of']}. Legal will paper it in due course.\"")
+        elif d["kind"] == "note" and d["claim"]:
+            blocks.append(f"LETTER, {_day(d['date'])}, from {dist[d['of']]} to {owner}\n\"Whatever the paperwork "
+                          f"says, we consider ourselves entitled to distribute in {d['terr']} and we reserve all our "
+                          "rights.\"")
+        elif d["kind"] == "note":
+            blocks.append(f"EMAIL, {_day(d['date'])}, from {dist[d['of']]} to {owner}\n\"We are planning a festival "
+                          f"release in {d['terr']} next spring and would welcome a larger marketing contribution. "
+                          "Can we discuss at the market?\"")
+        elif d["kind"] == "terminate":
+            party = owner if d["by"] == "owner" else dist[d["of"]]
+            blocks.append(f"NOTICE OF TERMINATION under clause 3 of {d['of']}, given by {party} on "
+                          f"{_day(d['given'])}\n\"We hereby terminate {d['of']}. The agreement will end on "
+                          f"{_day(d['stated'])}.\"")
+        else:
+            status = "signed by both parties" if d["signed"] else "DRAFT, circulated for comment, not signed"
+            change = {"extend": lambda: f"The end date in clause 1 is replaced by {_day(d['end'])}.",
+                      "fee": lambda: f"With effect from {_day(d['eff'])}, the minimum guarantee in clause 2 is "
+                                     f"${d['fee']:,} per territory per year. No other term changes.",
+                      "add": lambda: f"With effect from {_day(d['eff'])}, {d['terr']} is added to the territories "
+                                     "in clause 1.",
+                      "remove": lambda: f"With effect from {_day(d['eff'])}, {d['terr']} is removed from the "
+                                        "territories in clause 1."}[d["kind"]]()
+            blocks.append(f"AMENDMENT TO {d['of']} ({dist[d['of']]}), dated {_day(d['date'])}, {status}\n{change}")
+    return RIGHTS_PROMPT.format(owner=owner, documents="\n\n".join(blocks), today=_day(today),
+                                asked=", ".join(asked))
+
+
+RIGHTS_PROMPT = """You are in the legal team of {owner}, a film studio. Below is the complete bundle of \
+documents about the distribution rights to its catalogue, in date order.
+
+General terms (they govern every document in the bundle):
+1. Rights change only through signed agreements, amendments signed by both parties, and notices of termination. \
+Nothing else changes them: not drafts, emails or letters.
+2. A grant runs from its effective date (an agreement's start date, or the effective date of an amendment adding \
+a territory) to the agreement's end date inclusive, as replaced by any signed amendment, unless the territory is \
+removed from that agreement or the agreement terminates first.
+3. A grant of a territory ends every earlier grant of that same territory, to anyone, on the new grant's \
+effective date, permanently: an earlier grant does not revive when the later one ends.
+4. A terminated agreement ends on the later of the date stated in the notice and the end of the notice period \
+of its clause 3, counted from the day the notice was given.
+5. A territory can have no distributor at all.
+
+{documents}
+
+Question: today is {today}. Who holds the distribution right in each of these territories today: {asked}?
+End your response with a final line `ANSWER: <holder1>, <holder2>, <holder3>, <holder4>, <holder5>`: for each \
+territory in the order of the question, the distributor's name exactly as written in the documents, or `none` \
+if no one holds the right."""

@@ -12,6 +12,7 @@ from esac_kit.rng import ItemRng
 from esac_kit.schemas import ExactKey, Generated
 
 Clue = tuple[str, np.ndarray]  # the clue's text and the boolean mask of candidates it allows
+_BITS_SET = np.array([bin(byte).count("1") for byte in range(256)], dtype=np.int64)  # popcount of a byte
 
 
 def minimal_clues(rng: ItemRng, draw: Callable[[], Clue], candidates: int) -> list[Clue]:
@@ -21,7 +22,7 @@ def minimal_clues(rng: ItemRng, draw: Callable[[], Clue], candidates: int) -> li
     the result is irreducible: removing any one clue leaves more than one candidate.
     """
     alive, clues, packed = np.packbits(np.ones(candidates, dtype=bool)), [], []
-    survivors = lambda bits: int(np.bitwise_count(bits).sum())  # noqa: E731 (masks are packed 8 to a byte)
+    survivors = lambda bits: int(_BITS_SET[bits].sum())  # noqa: E731 (masks are packed 8 to a byte)
     while survivors(alive) > 1:
         text, mask = draw()
         bits = np.packbits(mask)
@@ -82,7 +83,7 @@ def round_table(rng: ItemRng) -> Generated:
                 (f"{A} is {k} seats clockwise from {B}.", lambda x, y, z: (x - y) % 8 == k),
                 (f"{A} sits next to {B} or next to {C}, but not next to both.",
                  lambda x, y, z: near(x, y) != near(x, z)),
-                (f"{A} sits in an even-numbered seat.", lambda x, y, z: x % 2 == 1),
+                (f"{A} sits in an even-numbered seat.", lambda x, y, z: x % 2 == 1),  # seat number = x + 1
                 (f"{A}'s seat number is higher than {B}'s.", lambda x, y, z: x > y),
                 (f"{A} sits in seat {s}.", lambda x, y, z: x == s - 1),
                 (f"Neither {A} nor {B} sits in seat 1.", lambda x, y, z: (x != 0) & (y != 0)),
@@ -132,7 +133,7 @@ def knights_knaves(rng: ItemRng) -> Generated:
                 (f"If {X} is a knight, then {Y} is a knave.", lambda: ~K[:, x] | ~K[:, y]),
                 (f"{X} would tell you that {Y} is a knave.", lambda: K[:, x] == ~K[:, y]),
                 (f"At least {n} of the ten of us are knaves.", lambda: (~K).sum(1) >= n),
-                (f"Either I am a knave or {X} is a knight.", lambda: ~K[:, s] | K[:, x]),
+                (f"I am a knave or {X} is a knight (or both).", lambda: ~K[:, s] | K[:, x]),
                 (f"{X} would tell you that {Y} and {Z} are the same kind.",
                  lambda: K[:, x] == (K[:, y] == K[:, z])),
                 (f"An odd number of {X}, {Y} and {Z} are knights.", lambda: K[:, [x, y, z]].sum(1) % 2 == 1),
@@ -178,11 +179,11 @@ def _precedence() -> tuple[np.ndarray, np.ndarray]:
 def task_schedule(rng: ItemRng) -> Generated:
     """Eight jobs of different lengths run back to back; time windows and order clues fix the sequence."""
     tasks = rng.sample(_TASKS, 8)
-    minutes = np.array([rng.choice([30, 45, 60, 75, 90, 105, 120, 150]) for _ in tasks])
+    minutes = np.array([rng.choice([30, 45, 60, 75, 90, 105, 120, 150]) for _ in tasks], dtype=np.int16)
     day_start = rng.choice([450, 480, 495, 540])
     slot, before = _precedence()
     # A job starts when everything before it is done; float32 sums of these small integers are exact.
-    start = day_start + (before @ minutes.astype(np.float32)).astype(np.int64)
+    start = day_start + (before @ minutes.astype(np.float32)).astype(np.int16)
     end = start + minutes[:, None]
     truth = rng.randrange(slot.shape[1])
 
@@ -208,7 +209,7 @@ def task_schedule(rng: ItemRng) -> Generated:
                  lambda S, E, P: (S[a] > S[b]) & (E[a] < late)),
             ], [4, 1, 2, 2, 1, 3, 2, 2, 2])
             one = slice(truth, truth + 1)
-            if holds(start[:, one], end[:, one], slot[:, one].astype(np.int64))[0]:  # test the hidden schedule first: it is cheap
+            if holds(start[:, one], end[:, one], slot[:, one])[0]:  # test the hidden schedule first: it is cheap
                 return text, holds(start, end, slot)
 
     clues = minimal_clues(rng, draw, slot.shape[1])
@@ -248,6 +249,8 @@ def code_breaker(rng: ItemRng) -> Generated:
 
     def draw() -> Clue:
         guess = rng.randrange(len(codes))
+        while guess == secret:  # a guess of the secret itself would give the answer away
+            guess = rng.randrange(len(codes))
         black, white = feedback(guess)
         b, w = int(black[secret]), int(white[secret])
         words = ", ".join(_PEGS[c] for c in codes[guess])
@@ -278,14 +281,14 @@ _ATTRIBUTES = [  # category -> (values, how a clue refers to the holder of a val
     (["tea", "coffee", "milk", "juice", "water"], "the {} drinker"),
     (["baker", "pilot", "nurse", "painter", "lawyer"], "the {}"),
 ]
+GridClue = tuple[int, int, np.ndarray]  # (category i, category j, mask): see _grids
 
 
-def _count_grids(clues: list[tuple[int, int, np.ndarray]], limit: int = 2, cap: int = 20000) -> int:
-    """Count assignments (one permutation of houses per category) meeting every clue, stopping at `limit`.
+def _grids(clues: list[GridClue], cap: int = 5000) -> np.ndarray | None:
+    """Every grid meeting all clues, as rows of one permutation index per category; None past `cap` partial grids.
 
-    A clue is (category i, category j, mask): a 120-vector when i == j, else a 120x120 matrix over
-    (perm of i, perm of j) with i < j. Partial grids are joined category by category; past `cap` partial
-    grids the count is reported as `limit`, which can only make the generator keep a clue it could drop.
+    A clue with i == j is a 120-vector over that category's permutations; with i < j it is a 120x120
+    matrix over (permutation of i, permutation of j). Grids are joined one category at a time.
     """
     domain = [np.ones(120, dtype=bool) for _ in _ATTRIBUTES]
     pair: dict[tuple[int, int], np.ndarray] = {}
@@ -294,7 +297,15 @@ def _count_grids(clues: list[tuple[int, int, np.ndarray]], limit: int = 2, cap: 
             domain[i] = domain[i] & mask
         else:
             pair[i, j] = pair[i, j] & mask if (i, j) in pair else mask
-    order = sorted(range(len(_ATTRIBUTES)), key=lambda c: domain[c].sum())
+    for _ in range(2):  # arc consistency sweeps: drop permutations left with no partner in a linked category
+        for (i, j), mask in pair.items():
+            domain[i] &= mask[:, domain[j]].any(1)
+            domain[j] &= mask[domain[i]].any(0)
+    # Join the smallest domain first, then always the category most tied to those already joined.
+    order = [min(range(5), key=lambda c: domain[c].sum())]
+    while len(order) < 5:
+        order.append(max((c for c in range(5) if c not in order),
+                         key=lambda c: (sum((c, p) in pair or (p, c) in pair for p in order), -domain[c].sum())))
     grids = np.flatnonzero(domain[order[0]])[:, None]
     for depth, c in enumerate(order[1:], 1):
         allowed = np.broadcast_to(domain[c], (len(grids), 120)).copy()
@@ -306,10 +317,13 @@ def _count_grids(clues: list[tuple[int, int, np.ndarray]], limit: int = 2, cap: 
         rows, perms = np.nonzero(allowed)
         grids = np.column_stack([grids[rows], perms])
         if len(grids) > cap:
-            return limit
-        if len(grids) == 0:
-            return 0
-    return min(len(grids), limit)
+            return None
+    return grids[:, np.argsort(order)]
+
+
+def _unique(clues: list[GridClue]) -> bool:
+    found = _grids(clues)
+    return found is not None and len(found) == 1
 
 
 def zebra(rng: ItemRng) -> Generated:
@@ -317,43 +331,57 @@ def zebra(rng: ItemRng) -> Generated:
     house = _perms(5)  # house[k, v] = house (0..4) of value v under permutation k
     truth = [rng.randrange(120) for _ in _ATTRIBUTES]
     refer = lambda c, v: _ATTRIBUTES[c][1].format(_ATTRIBUTES[c][0][v])  # noqa: E731
+    structured: dict[str, GridClue] = {}
 
-    def draw() -> tuple[str, tuple[int, int, np.ndarray]]:
+    def draw() -> tuple[str, GridClue]:
         while True:
-            (i, u), (j, v) = sorted(rng.sample([(c, x) for c in range(5) for x in range(5)], 2))
+            first, second = rng.randrange(25), rng.randrange(24)
+            (i, u), (j, v) = sorted(divmod(n, 5) for n in (first, second + (second >= first)))
             A, B, h = refer(i, u), refer(j, v), rng.randrange(5)
-            text, holds = rng.weighted_choice([
-                (f"{A} is {B}." if i == 0 else f"{A} and {B} are the same person.", lambda x, y: x == y),
-                (f"{A} is not {B}." if i == 0 else f"{A} and {B} are different people.", lambda x, y: x != y),
-                (f"{A} lives directly to the left of {B}.", lambda x, y: x + 1 == y),
-                (f"{B} lives directly to the left of {A}.", lambda x, y: y + 1 == x),
-                (f"{A} and {B} live next to each other.", lambda x, y: abs(x - y) == 1),
-                (f"{A} lives somewhere to the left of {B}.", lambda x, y: x < y),
-                (f"There is exactly one house between {A} and {B}.", lambda x, y: abs(x - y) == 2),
-                (f"{A} and {B} live in different houses that are not next to each other.",
+            single, text, holds = rng.weighted_choice([
+                (False, f"{A} is {B}." if i == 0 else f"{A} and {B} are the same person.", lambda x, y: x == y),
+                (False, f"{A} is not {B}." if i == 0 else f"{A} and {B} are different people.",
+                 lambda x, y: x != y),
+                (False, f"{A} lives directly to the left of {B}.", lambda x, y: x + 1 == y),
+                (False, f"{B} lives directly to the left of {A}.", lambda x, y: y + 1 == x),
+                (False, f"{A} and {B} live next to each other.", lambda x, y: abs(x - y) == 1),
+                (False, f"{A} lives somewhere to the left of {B}.", lambda x, y: x < y),
+                (False, f"There is exactly one house between {A} and {B}.", lambda x, y: abs(x - y) == 2),
+                (False, f"{A} and {B} live in different houses that are not next to each other.",
                  lambda x, y: abs(x - y) > 1),
-                (f"{A} lives in house {h + 1}.", lambda x, y: x == h),
-                (f"{A} lives in one of the two end houses.", lambda x, y: (x == 0) | (x == 4)),
+                (True, f"{A} lives in house {h + 1}.", lambda x, y: x == h),
+                (True, f"{A} lives in one of the two end houses.", lambda x, y: (x == 0) | (x == 4)),
             ], [3, 2, 2, 2, 3, 3, 2, 2, 1, 1])
-            if i == j and text.endswith(("same person.", "different people.")) or i == j == 0 and " is " in text:
-                continue  # same-category identity clues are trivially false or trivially true
+            if i == j and not single and len({bool(holds(x, y)) for x in range(5) for y in range(5) if x != y}) < 2:
+                continue  # within one category two values never share a house, so this clue would be vacuous
             if holds(house[truth[i], u], house[truth[j], v]):
                 x, y = house[:, u], house[:, v]
-                mask = holds(x, y) if i == j else holds(x[:, None], y[None, :])
-                if "lives in" in text and "house" in text and "between" not in text or "end houses" in text:
-                    i, j, mask = i, i, holds(x, x)  # one-person clues constrain one category
-                return text[0].upper() + text[1:], (i, j, mask)
+                clue = (i, i, holds(x, x)) if single else (i, j, holds(x, y) if i == j else
+                                                           holds(x[:, None], y[None, :]))
+                text = text[0].upper() + text[1:]
+                structured[text] = clue
+                return text, clue
 
-    clues: list = []
-    while len(clues) < 8 or _count_grids([c for _, c in clues]) > 1:
-        clues.append(draw())
-    order = list(range(len(clues)))
+    # Draw clues until few enough grids survive to list them; then finish and prune over that list,
+    # and finally prune the first clues with the full solver (a clue needed once stays needed).
+    base: list[tuple[str, GridClue]] = []
+    while len(base) < 15 or (found := _grids([c for _, c in base], cap=800)) is None:
+        base.append(draw())
+
+    def on_found() -> Clue:
+        text, (i, j, mask) = draw()
+        return text, mask[found[:, i]] if i == j else mask[found[:, i], found[:, j]]
+
+    kept_extra = minimal_clues(rng, on_found, len(found))
+    extra = [structured[text] for text, _ in kept_extra]
+    order = list(range(len(base)))
     rng.shuffle(order)
-    keep = list(order)
-    for i in order:
-        if _count_grids([clues[j][1] for j in keep if j != i]) == 1:
-            keep.remove(i)
-    kept = [clues[j][0] for j in sorted(keep)]
+    keep = sorted(order)
+    for n in order:
+        if _unique([base[m][1] for m in keep if m != n] + extra):
+            keep.remove(n)
+    texts = [base[m][0] for m in keep] + [text for text, _ in kept_extra]
+    rng.shuffle(texts)
     names = _ATTRIBUTES[0][0]
     prompt = (
         "Five houses stand in a row, numbered 1 to 5 from left to right. Each house has one resident, and the "
@@ -362,7 +390,7 @@ def zebra(rng: ItemRng) -> Generated:
         + ", ".join(_ATTRIBUTES[2][0]) + "), prefers a different drink (" + ", ".join(_ATTRIBUTES[3][0])
         + ") and has a different job (" + ", ".join(_ATTRIBUTES[4][0]) + "). \"Left\" means a lower house "
         "number; \"next to\" means adjacent house numbers.\n\nClues:\n"
-        + "\n".join(f"{n}. {text}" for n, text in enumerate(kept, 1))
+        + "\n".join(f"{n}. {text}" for n, text in enumerate(texts, 1))
         + "\n\nExactly one arrangement satisfies every clue. Who lives in each house?\n\n"
         "End your response with a final line `ANSWER: <names>`, where <names> lists the residents of houses 1 "
         "to 5 in that order, comma-separated.")

@@ -26,61 +26,24 @@ def _exact(prompt: str, answer: Fraction) -> Generated:
 
 
 def tank_mixing(rng: ItemRng) -> Generated:
-    """Three brine tanks through ten scheduled operations, some conditional on the current state."""
+    """Three brine tanks through twelve scheduled operations, some conditional on the current state."""
     tanks = ["A", "B", "C"]
     vol = {t: Fraction(rng.randrange(60, 161, 10)) for t in tanks}
     salt = {t: vol[t] * rng.randint(5, 60) for t in tanks}
     intro = [f"Tank {t} holds {vol[t]} litres of brine containing {salt[t] / vol[t]} grams of salt per litre."
              for t in tanks]
     kinds = ["compare", "evaporate", "topup", "equalise", "fraction", "pump", "brine", "drain"]
-    kinds += [rng.choice(kinds) for _ in range(2)]
+    kinds += [rng.choice(kinds) for _ in range(4)]
     rng.shuffle(kinds)
-
-    def move(src: str, dst: str, litres: Fraction) -> None:
-        moved = salt[src] * litres / vol[src]
-        vol[src] -= litres; salt[src] -= moved
-        vol[dst] += litres; salt[dst] += moved
-
     steps, touched = [], {t: 0 for t in tanks}
     for kind in kinds:
-        for _ in range(50):  # redraw parameters until the step is valid in the current state
-            p, q = rng.sample(tanks, 2)
-            litres = Fraction(rng.randrange(5, 45, 5))
-            if kind == "pump" and vol[p] - litres >= 20:
-                move(p, q, litres); steps.append(f"Pump {litres} litres from tank {p} into tank {q}."); break
-            if kind == "fraction":
-                num, den = rng.choice([(1, 2), (1, 3), (2, 3), (1, 4), (3, 4), (2, 5), (3, 5)])
-                if (vol[p] * num / den).denominator == 1 and vol[p] * (1 - Fraction(num, den)) >= 20:
-                    move(p, q, vol[p] * num / den)
-                    steps.append(f"Pour {num}/{den} of the current contents of tank {p} into tank {q}."); break
-            if kind == "evaporate" and vol[p] - litres >= 20:
-                vol[p] -= litres; q = p
-                steps.append(f"Boil off {litres} litres of water from tank {p} (all of its salt stays in it)."); break
-            if kind == "drain" and vol[p] - litres >= 20:
-                salt[p] -= salt[p] * litres / vol[p]; vol[p] -= litres; q = p
-                steps.append(f"Drain {litres} litres out of tank {p} and throw them away."); break
-            if kind == "brine":
-                strength = rng.randint(10, 90)
-                vol[p] += litres; salt[p] += litres * strength; q = p
-                steps.append(f"Add {litres} litres of brine at {strength} g/L to tank {p}."); break
-            if kind == "topup":
-                target = (vol[p] // 10 + rng.randint(2, 5)) * 10
-                vol[p] = Fraction(target); q = p
-                steps.append(f"Add pure water to tank {p} until it holds exactly {target} litres."); break
-            if kind == "equalise" and vol[p] != vol[q]:
-                src, dst = (p, q) if vol[p] > vol[q] else (q, p)
-                move(src, dst, (vol[src] - vol[dst]) / 2)
-                steps.append(f"Pump liquid from whichever of tanks {p} and {q} holds more liquid into the other "
-                             "until they hold equal volumes."); break
-            if kind == "compare" and vol[p] - litres >= 20 and vol[q] - litres >= 20:
-                cp, cq = salt[p] / vol[p], salt[q] / vol[q]
-                if cp != cq:
-                    move(*((p, q) if cp > cq else (q, p)), litres)
-                    steps.append(f"Pump {litres} litres from whichever of tanks {p} and {q} has the higher salt "
-                                 "concentration into the other one."); break
-        else:
-            continue
-        touched[p] += 1; touched[q] += 1
+        for _ in range(50):  # redraw the parameters until the step is valid in the current state
+            step = _tank_step(rng, kind, rng.sample(tanks, 2), vol, salt)
+            if step:
+                steps.append(step[0])
+                for t in step[1]:
+                    touched[t] += 1
+                break
     target = max(tanks, key=lambda t: (touched[t], t))
     prompt = ("Three tanks hold brine (salt dissolved in water). The liquid in every tank is perfectly mixed at all "
               "times, and litres of liquid simply add when liquids are combined. Boiling removes pure water only.\n\n"
@@ -89,6 +52,55 @@ def tank_mixing(rng: ItemRng) -> Generated:
               + f"\n\nWhat is the salt concentration of tank {target} after the last step, in grams per litre?\n\n"
               + _FRACTION_FORMAT)
     return _exact(prompt, salt[target] / vol[target])
+
+
+def _tank_step(rng: ItemRng, kind: str, pair: list[str], vol: dict, salt: dict) -> tuple[str, list[str]] | None:
+    """Apply one step of the given kind and return its wording and the tanks it touched; None if it cannot apply.
+
+    Every tank keeps at least 20 litres so later steps stay meaningful.
+    """
+    p, q = pair
+    litres = Fraction(rng.randrange(5, 45, 5))
+
+    def move(src: str, dst: str, amount: Fraction) -> None:
+        moved = salt[src] * amount / vol[src]
+        vol[src], salt[src] = vol[src] - amount, salt[src] - moved
+        vol[dst], salt[dst] = vol[dst] + amount, salt[dst] + moved
+
+    if kind == "pump" and vol[p] - litres >= 20:
+        move(p, q, litres)
+        return f"Pump {litres} litres from tank {p} into tank {q}.", [p, q]
+    if kind == "fraction":
+        share = rng.choice([Fraction(1, 2), Fraction(1, 3), Fraction(2, 3), Fraction(1, 4), Fraction(3, 4),
+                            Fraction(2, 5), Fraction(3, 5)])
+        if (vol[p] * share).denominator == 1 and vol[p] * (1 - share) >= 20:
+            move(p, q, vol[p] * share)
+            return f"Pour {share} of the current contents of tank {p} into tank {q}.", [p, q]
+    if kind == "evaporate" and vol[p] - litres >= 20:
+        vol[p] -= litres
+        return f"Boil off {litres} litres of water from tank {p} (all of its salt stays in it).", [p]
+    if kind == "drain" and vol[p] - litres >= 20:
+        salt[p] -= salt[p] * litres / vol[p]
+        vol[p] -= litres
+        return f"Drain {litres} litres out of tank {p} and throw them away.", [p]
+    if kind == "brine":
+        strength = rng.randint(10, 90)
+        vol[p], salt[p] = vol[p] + litres, salt[p] + litres * strength
+        return f"Add {litres} litres of brine at {strength} g/L to tank {p}.", [p]
+    if kind == "topup":
+        target = (vol[p] // 10 + rng.randint(2, 5)) * 10
+        vol[p] = Fraction(target)
+        return f"Add pure water to tank {p} until it holds exactly {target} litres.", [p]
+    if kind == "equalise" and vol[p] != vol[q]:
+        src, dst = (p, q) if vol[p] > vol[q] else (q, p)
+        move(src, dst, (vol[src] - vol[dst]) / 2)
+        return (f"Pump liquid from whichever of tanks {p} and {q} holds more liquid into the other until they "
+                "hold equal volumes."), [p, q]
+    if kind == "compare" and min(vol[p], vol[q]) - litres >= 20 and salt[p] / vol[p] != salt[q] / vol[q]:
+        move(*((p, q) if salt[p] / vol[p] > salt[q] / vol[q] else (q, p)), litres)
+        return (f"Pump {litres} litres from whichever of tanks {p} and {q} has the higher salt concentration "
+                "into the other one."), [p, q]
+    return None
 
 
 # ---------------------------------------------------------------- urns
@@ -191,7 +203,7 @@ def arrangement_count(rng: ItemRng) -> Generated:
         order = rng.sample(range(8), 8)
         P = [pos[:, i] for i in order]
         N = [_PEOPLE[i] for i in order]
-        k = rng.randint(1, 3)
+        k, lo, hi = rng.randint(1, 3), rng.randint(1, 3), rng.randint(6, 8)
         pool = [
             (f"{N[0]} and {N[1]} sit next to each other.", abs(P[0] - P[1]) == 1),
             (f"{N[2]} does not sit next to {N[3]}, and {N[2]} does not sit next to {N[4]} either.",
@@ -204,7 +216,10 @@ def arrangement_count(rng: ItemRng) -> Generated:
             (f"{N[6]} sits in an even-numbered chair.", P[6] % 2 == 0),
             (f"{N[5]} sits somewhere between {N[2]} and {N[7]} (not necessarily next to either).",
              (np.minimum(P[2], P[7]) < P[5]) & (P[5] < np.maximum(P[2], P[7]))),
-            (f"Unless {N[0]} sits in chair 1, {N[3]} sits in chair 8.", (P[0] == 1) | (P[3] == 8)),
+            (f"{N[0]} sits in chair {lo} or {N[3]} sits in chair {hi} (or both).", (P[0] == lo) | (P[3] == hi)),
+            (f"At least two people sit between {N[4]} and {N[5]}.", abs(P[4] - P[5]) >= 3),
+            (f"{N[7]} sits to the right of both {N[1]} and {N[3]}.", (P[7] > P[1]) & (P[7] > P[3])),
+            (f"{N[2]} sits in one of chairs {lo} to {lo + 3}.", (P[2] >= lo) & (P[2] <= lo + 3)),
         ]
         chosen = rng.sample(pool, rng.randint(5, 6))
         masks = [m for _, m in chosen]
@@ -215,8 +230,8 @@ def arrangement_count(rng: ItemRng) -> Generated:
             break
     prompt = ("Eight people — " + ", ".join(_PEOPLE[:-1]) + f" and {_PEOPLE[-1]} — are to be lined up for a photo "
               "on a row of eight chairs numbered 1 to 8 from left to right, one person per chair. \"Left of\" means "
-              "a lower chair number, and two people sit next to each other when their chair numbers differ by 1. "
-              "The arrangement must satisfy all of the following:\n"
+              "a lower chair number and \"right of\" a higher one; two people sit next to each other when their "
+              "chair numbers differ by 1. The arrangement must satisfy all of the following:\n"
               + "\n".join(f"- {text}" for text, _ in chosen)
               + "\n\nHow many different arrangements satisfy every condition?\n\n"
               "End your response with a final line `ANSWER: <n>`, where <n> is the count as an integer.")

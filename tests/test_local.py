@@ -1,0 +1,58 @@
+"""The embedded default model: started on 127.0.0.1 from the wheel's GGUF, spoken to over the same client."""
+
+import asyncio
+
+import httpx
+import pytest
+
+from esac_kit.judge import judge_request, parse_verdict
+from esac_kit.local import embedded_server, model_path
+from esac_kit.providers import ChatRequest, make_provider, parse_model
+from esac_kit.schemas import Criterion, Rubric
+
+
+@pytest.fixture(scope="module")
+def local_url():
+    with embedded_server() as url:
+        yield url
+
+
+def test_the_model_ships_inside_the_wheel():
+    path = model_path()
+    assert path.name.endswith(".gguf") and "site-packages" in str(path) and path.stat().st_size > 50_000_000
+
+
+def chat(url, request):
+    async def go():
+        async with httpx.AsyncClient() as client:
+            return await make_provider(parse_model("local"), client, url).chat(request, timeout_s=300)
+
+    return asyncio.run(go())
+
+
+def test_local_answers_a_chat_request(local_url):
+    reply = chat(local_url, ChatRequest(messages=({"role": "user", "content": "Name a colour."},), max_tokens=16,
+                                        temperature=0.0))
+    assert reply.tokens_in > 0 and 0 < reply.tokens_out <= 16 and reply.outcome in ("answered", "output_budget")
+
+
+def test_local_judge_verdicts_parse_under_the_schema(local_url):
+    levels = ["no", "partly", "mostly", "fully"]
+    rubric = Rubric(criteria=[Criterion(id="answered", description="answers the question", weight=2, levels=levels,
+                                        gate=True),
+                              Criterion(id="depth", description="depth fits the need", weight=1, levels=levels)])
+    request = judge_request(rubric, "What is the capital of France?", "Paris.", "calibration-x", 0, 0.7, 160)
+    for _ in range(2):
+        verdict = parse_verdict(chat(local_url, request).text, rubric, local_url)
+        assert set(verdict.levels) == {"answered", "depth"} and all(0 <= v <= 3 for v in verdict.levels.values())
+
+
+def test_local_accepts_tool_definitions(local_url):
+    tools = ({"type": "function", "function": {"name": "submit", "description": "Submit the final answer.",
+                                               "parameters": {"type": "object",
+                                                              "properties": {"answer": {"type": "string"}},
+                                                              "required": ["answer"]}}},)
+    reply = chat(local_url, ChatRequest(messages=({"role": "user", "content": "Submit the answer 5."},),
+                                        max_tokens=48, temperature=0.0, tools=tools))
+    assert reply.finish_reason in ("stop", "length", "tool_calls")
+    assert all(call.name == "submit" for call in reply.tool_calls)
