@@ -139,6 +139,45 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_rubric_check(args: argparse.Namespace) -> int:
+    """Judge every anchor of the judge-graded items twice and report whether each required order holds."""
+    import asyncio
+
+    from esac_kit.providers import make_provider, parse_model
+    from esac_kit.rubric_check import check_items, format_checks
+    from esac_kit.runner import RetryPolicy
+    from esac_kit.runs import endpoints_for
+
+    suite = _suite(args)
+    judged = [i for i in suite.items if i.scoring == "judge"]
+    if args.item:
+        judged = [suite.item(args.item)]
+        if judged[0].scoring != "judge":
+            raise ConfigError(f"item '{args.item}' is not judge-graded: it has no rubric to check")
+    pairs = [(item, variant) for item in judged for variant in item.variants]
+    if args.pack:
+        from esac_kit.instances import pack_item
+
+        pairs += [(item, variant) for item in judged for variant in pack_item(suite, item, args.pack).variants]
+    pin = suite.manifest.judge
+    judge_name = args.judge or (pin.model if pin else None)
+    if judge_name is None:
+        raise ConfigError("no judge: pass --judge MODEL")
+    ref = parse_model(judge_name)
+    policy = RetryPolicy(max_attempts=args.max_attempts, base_s=args.retry_base_s)
+    print(f"rubric check: {len(pairs)} variant(s), judge {judge_name}, 2 judgements per anchor", flush=True)
+    with endpoints_for([judge_name]) as local_url:
+        checks = asyncio.run(check_items(
+            pairs, lambda client: make_provider(ref, client, local_url if ref.provider == "local" else None),
+            pin.temperature if pin else 0.7, pin.max_tokens if pin else 1024, policy))
+    print(format_checks(checks))
+    violated = [f"{c.item_id} [{c.variant_id}]" for c in checks if not c.holds]
+    print(f"{len(checks) - len(violated)}/{len(checks)} variants produce their required order")
+    if violated:
+        raise VerificationFailed(f"rubric order violated for {', '.join(violated)}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand."""
     parser = argparse.ArgumentParser(prog="esac", description="ESAC kit: generate, run, score and report ESAC.")
@@ -183,6 +222,16 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--retry-deadline-s", type=float, default=900.0, help="give up retrying a call after this")
     run.add_argument("--request-timeout-s", type=float, help="HTTP timeout per call (default: time budget + 30 s)")
     run.set_defaults(run=cmd_run)
+
+    rubric = commands.add_parser("rubric", help="rubric tools")
+    rubric_commands = rubric.add_subparsers(dest="rubric_command", required=True)
+    rubric_check = rubric_commands.add_parser("check", parents=[common], help="judge anchors, test required orders")
+    rubric_check.add_argument("item", nargs="?", help="one judge-graded item (default: all)")
+    rubric_check.add_argument("--judge", help="judge model (default: the suite's pinned judge)")
+    rubric_check.add_argument("--pack", type=Path, help="also check the variants of a private item pack")
+    rubric_check.add_argument("--max-attempts", type=int, default=6, help="attempts per judge call")
+    rubric_check.add_argument("--retry-base-s", type=float, default=1.0, help="backoff base in seconds")
+    rubric_check.set_defaults(run=cmd_rubric_check)
 
     report = commands.add_parser("report", parents=[common], help="re-render a run folder's report")
     report.add_argument("run", type=Path, help="run folder")

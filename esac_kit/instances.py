@@ -25,7 +25,7 @@ def generate(suite: Suite, item: ItemSpec, pool: Pool, pack: Path | None = None)
         source = pack_item(suite, item, pack) if pool.name == "heldout" else item
         variant = rng.choice(source.variants)
         ideal = next((a.response for a in variant.anchors if a.kind == "ideal"), "")
-        generated = Generated(prompt=variant.prompt, key=JudgeKey(variant=variant.id), reference=ideal)
+        generated = Generated(prompt=variant.prompt, key=JudgeKey(variant=variant.id, facts=variant.facts), reference=ideal)
     return Instance(suite=suite.manifest.suite, version=suite.manifest.version, item_id=item.id,
                     category=item.category, pool=pool.name, prompt=generated.prompt, key=generated.key,
                     reference=generated.reference)

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from esac_kit.cache import ResponseCache, cache_key
-from esac_kit.errors import EsacError, InfrastructureAbort
+from esac_kit.errors import ConfigError, EsacError, InfrastructureAbort
 from esac_kit.journal import Journal, Observation
-from esac_kit.judge import judge_request, parse_verdict
+from esac_kit.judge import EMPTY_RATIONALE, empty_levels, judge_request, observation_levels, parse_verdict
 from esac_kit.providers import ChatRequest, ModelReply, Provider, TransientFailure
 from esac_kit.sandbox import SandboxError
 from esac_kit.schemas import Instance, ItemSpec
@@ -43,6 +43,29 @@ class RetryPolicy:
         """Seconds to wait before the next attempt."""
         backoff = random.uniform(0, min(self.cap_s, self.base_s * 2 ** (attempt - 1)))
         return max(backoff, retry_after or 0.0)
+
+
+async def with_retries(attempt: Callable[[], Awaitable[T]], policy: RetryPolicy, item_id: str, role: str,
+                       on_retry: Callable[[str], None] | None = None) -> tuple[T, int, Counter]:
+    """Call until it succeeds; retry infrastructure failures under the policy, then abort (amendment 001 §8)."""
+    retries: Counter = Counter()
+    started = time.monotonic()
+    for number in range(1, policy.max_attempts + 1):
+        try:
+            return await attempt(), number, retries
+        except (TransientFailure, SandboxError) as failure:
+            kind = getattr(failure, "kind", "sandbox")
+            waited = time.monotonic() - started
+            if number == policy.max_attempts or waited >= policy.deadline_s:
+                raise InfrastructureAbort(f"{role} call for item {item_id} failed {number} times; last: {failure}; "
+                                          f"run aborted, finished work kept: resume with `esac run --resume RUN`"
+                                          ) from None
+            retries[kind] += 1
+            if on_retry:
+                on_retry(kind)
+            delay = policy.delay(number, getattr(failure, "retry_after", None))
+            await asyncio.sleep(min(delay, max(0.0, policy.deadline_s - waited)))
+    raise AssertionError("unreachable")
 
 
 @dataclass(frozen=True)
@@ -145,8 +168,9 @@ class Runner:
             if n:  # the answer's own attempts and retries are counted once, on its first observation
                 attempts, retries = 1, Counter()
             if slot.judge_replicate is None:
-                scored, more_attempts, more = await self._with_retries(
-                    lambda: asyncio.to_thread(score_response, instance.key, reply.text), item_id, "sandbox")
+                scored, more_attempts, more = await with_retries(
+                    lambda: asyncio.to_thread(score_response, instance.key, reply.text), self.settings.policy,
+                    item_id, "scoring", self._count_retry)
                 observation = self._observation(item, slot, reply, attempts + more_attempts - 1,
                                                 retries + more, scored.score, scored.detail)
             else:
@@ -171,24 +195,31 @@ class Runner:
 
     async def _judged(self, item: ItemSpec, instance: Instance, slot: Slot, reply: ModelReply, attempts: int,
                       retries: Counter) -> Observation:
-        judge = self.settings.judge
-        if judge is None:
-            raise InfrastructureAbort(f"item {item.id} is judge-graded but the run has no judge")
-        request = judge_request(item.rubric, instance.prompt, reply.text, item.id, slot.judge_replicate,
-                                self.settings.judge_temperature, self.settings.judge_max_tokens)
+        judge, rubric, facts = self.settings.judge, item.rubric, instance.key.facts
+        if not reply.text.strip():
+            levels, rationale, verdict_reply = empty_levels(rubric), EMPTY_RATIONALE, None
+        else:
+            if judge is None:
+                raise ConfigError(f"item {item.id} is judge-graded but the run has no judge")
+            request = judge_request(rubric, instance.prompt, reply.text, item.id, slot.judge_replicate,
+                                    self.settings.judge_temperature, self.settings.judge_max_tokens)
 
-        async def judged_once():
-            verdict_reply, _, _ = await self._cached_chat(judge, request, "judge", slot.judge_replicate, item.id,
-                                                          None, retry=False, salt=f"{slot.model_replicate}")
-            return verdict_reply, parse_verdict(verdict_reply.text, item.rubric, judge.endpoint)
+            async def judged_once():
+                answer, _, _ = await self._cached_chat(judge, request, "judge", slot.judge_replicate, item.id, None,
+                                                       retry=False, salt=f"{slot.model_replicate}")
+                return answer, parse_verdict(answer.text, rubric, judge.endpoint)
 
-        (verdict_reply, verdict), judge_attempts, judge_retries = await self._with_retries(judged_once, item.id,
-                                                                                           "judge")
-        observation = self._observation(item, slot, reply, attempts + judge_attempts - 1, retries + judge_retries,
-                                        score_verdict(item.rubric, verdict.levels), {"verdict": verdict.levels})
-        return observation.model_copy(update={"judge_levels": verdict.levels, "judge_rationale": verdict.rationale,
-                                              "judge_tokens_in": verdict_reply.tokens_in,
-                                              "judge_tokens_out": verdict_reply.tokens_out})
+            (verdict_reply, verdict), judge_attempts, judge_retries = await with_retries(
+                judged_once, self.settings.policy, item.id, "judge", self._count_retry)
+            attempts, retries = attempts + judge_attempts - 1, retries + judge_retries
+            levels = observation_levels(rubric, verdict.levels, reply.text, facts)
+            rationale = verdict.rationale
+        observation = self._observation(item, slot, reply, attempts, retries, score_verdict(rubric, levels),
+                                        {"levels": levels})
+        return observation.model_copy(update={
+            "judge_levels": levels, "judge_rationale": rationale,
+            "judge_tokens_in": verdict_reply.tokens_in if verdict_reply else 0,
+            "judge_tokens_out": verdict_reply.tokens_out if verdict_reply else 0})
 
     async def _cached_chat(self, provider: Provider, request: ChatRequest, role: str, replicate: int, item_id: str,
                            time_budget_s: float | None, retry: bool = True,
@@ -204,34 +235,16 @@ class Runner:
                 return await provider.chat(request, timeout, time_budget_s)
 
         if retry:
-            reply, attempts, retries = await self._with_retries(once, item_id, role)
+            reply, attempts, retries = await with_retries(once, self.settings.policy, item_id, role, self._count_retry)
         else:
             reply, attempts, retries = await once(), 1, Counter()
         if reply.outcome != "time_budget":
             self.settings.cache.put(key, reply)
         return reply, attempts, retries
 
-    async def _with_retries(self, attempt: Callable[[], Awaitable[T]], item_id: str,
-                            role: str) -> tuple[T, int, Counter]:
-        policy = self.settings.policy
-        retries: Counter = Counter()
-        started = time.monotonic()
-        for number in range(1, policy.max_attempts + 1):
-            try:
-                return await attempt(), number, retries
-            except (TransientFailure, SandboxError) as failure:
-                kind = getattr(failure, "kind", "sandbox")
-                waited = time.monotonic() - started
-                if number == policy.max_attempts or waited >= policy.deadline_s:
-                    raise InfrastructureAbort(f"{role} call for item {item_id} failed {number} times; last: "
-                                              f"{failure}; run aborted, finished work kept: resume with "
-                                              f"`esac run --resume RUN`") from None
-                retries[kind] += 1
-                self.progress.retries[kind] += 1
-                self._report()
-                delay = policy.delay(number, getattr(failure, "retry_after", None))
-                await asyncio.sleep(min(delay, max(0.0, policy.deadline_s - waited)))
-        raise AssertionError("unreachable")
+    def _count_retry(self, kind: str) -> None:
+        self.progress.retries[kind] += 1
+        self._report()
 
     def _observation(self, item: ItemSpec, slot: Slot, reply: ModelReply, attempts: int, retries: Counter,
                      score: float, detail: dict) -> Observation:

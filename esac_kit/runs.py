@@ -105,9 +105,9 @@ def pool_for(config: RunConfig, suite: Suite, seed_file: Path | None) -> Pool:
 
 
 @contextlib.contextmanager
-def _endpoints(config: RunConfig) -> Iterator[str | None]:
-    """Start the embedded server when the model or the judge is `local`, and stop it afterwards."""
-    if "local" in (config.model, config.judge):
+def endpoints_for(models: list[str | None]) -> Iterator[str | None]:
+    """Start the embedded server when any of the models is `local`, yield its URL, and stop it afterwards."""
+    if "local" in models:
         with embedded_server() as url:
             yield url
     else:
@@ -117,17 +117,17 @@ def _endpoints(config: RunConfig) -> Iterator[str | None]:
 def execute(folder: Path, config: RunConfig, suite: Suite, pool: Pool, policy: RetryPolicy,
             cache: ResponseCache, on_progress: Callable[[Progress], None] | None = None) -> Report:
     """Run (or continue) the plan in a run folder and write its report; an abort keeps the journal."""
-    folder.mkdir(parents=True, exist_ok=True)
-    write_json(folder / CONFIG_FILE, config.model_dump())
     items = [i for i in suite.items if not config.items or i.id in config.items]
     pack = Path(config.pack) if config.pack else None
-    instances = {i.id: generate(suite, i, pool, pack) for i in items}
+    instances = {i.id: generate(suite, i, pool, pack) for i in items}  # a missing pack stops here, before any write
     if suite.manifest.judge and suite.manifest.judge.template_version != TEMPLATE_VERSION:
         raise ConfigError(f"{suite.folder / 'manifest.toml'}: field 'judge.template_version': the kit's judge "
                           f"template is version {TEMPLATE_VERSION}")
+    folder.mkdir(parents=True, exist_ok=True)
+    write_json(folder / CONFIG_FILE, config.model_dump())
     journal = Journal(folder)
     try:
-        with _endpoints(config) as local_url:
+        with endpoints_for([config.model, config.judge]) as local_url:
             observations = asyncio.run(_drive(config, suite, items, instances, journal, policy, cache,
                                               local_url, on_progress))
     finally:
@@ -156,8 +156,9 @@ async def _drive(config, suite, items, instances, journal, policy, cache, local_
         return await runner.run(plan(items))
 
 
-def terminal_progress(stream=sys.stderr) -> Callable[[Progress], None]:
-    """A one-line progress bar: done / total, retries and ETA."""
+def terminal_progress(stream=None) -> Callable[[Progress], None]:
+    """A one-line progress bar on stderr: done / total, retries and ETA."""
+    stream = stream or sys.stderr
     interactive = stream.isatty()
     last = {"printed": -1}
 

@@ -93,6 +93,7 @@ class JudgeKey(Strict):
 
     kind: Literal["judge"] = "judge"
     variant: str
+    facts: list[str] = []
 
 
 AnswerKey = Annotated[ExactKey | ConstraintsKey | HonestyKey | CodeTestsKey | JudgeKey, Field(discriminator="kind")]
@@ -118,6 +119,21 @@ class Criterion(Strict):
     levels: list[str] = Field(min_length=2)
     gate: bool = False
     verified_in_code: str | None = None
+    params: dict[str, Any] = {}
+
+    @model_validator(mode="after")
+    def _code_check_known(self) -> "Criterion":
+        from esac_kit.verifiable import CHECKS, REQUIRED_PARAMS
+
+        if self.verified_in_code is not None:
+            if self.verified_in_code not in CHECKS:
+                raise ValueError(f"verified_in_code '{self.verified_in_code}' is not one of {sorted(CHECKS)}")
+            missing = REQUIRED_PARAMS[self.verified_in_code] - set(self.params)
+            if missing:
+                raise ValueError(f"'{self.verified_in_code}' needs params {sorted(missing)}")
+        if self.gate and self.verified_in_code is not None:
+            raise ValueError("the gate criterion is the judge's: it cannot be verified in code")
+        return self
 
 
 class Rubric(Strict):

@@ -1,0 +1,99 @@
+"""`esac rubric check`: judge every anchor response twice and test the order each rubric must produce (amendment 001 §2, §7)."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from dataclasses import dataclass, field
+
+import httpx
+
+from esac_kit.errors import ConfigError
+from esac_kit.judge import empty_levels, judge_request, observation_levels, parse_verdict
+from esac_kit.providers import Provider
+from esac_kit.runner import RetryPolicy, with_retries
+from esac_kit.schemas import ItemSpec, Variant
+from esac_kit.scoring import score_verdict
+
+_RELATION = re.compile(r"^\s*(\w+)\s*(>=|>|=)\s*(\w+)\s*$")
+JUDGE_REPLICATES = 2
+
+
+@dataclass
+class VariantCheck:
+    """One variant's anchors: their mean scores over judge replicates and each required relation's outcome."""
+
+    item_id: str
+    variant_id: str
+    scores: dict[str, float] = field(default_factory=dict)
+    replicate_scores: dict[str, list[float]] = field(default_factory=dict)
+    relations: list[tuple[str, bool]] = field(default_factory=list)
+
+    @property
+    def holds(self) -> bool:
+        """True when every required relation holds."""
+        return all(ok for _, ok in self.relations)
+
+
+def relation_holds(relation: str, scores: dict[str, float]) -> bool:
+    """Evaluate `kind > kind`, `kind >= kind` or `kind = 0` against anchor scores."""
+    match = _RELATION.match(relation)
+    if not match:
+        raise ConfigError(f"required_order entry '{relation}' is not of the form 'kind > kind' or 'kind = 0'")
+    left, operator, right = match.groups()
+    a = scores[left]
+    b = float(right) if right.replace(".", "").isdigit() else scores[right]
+    eps = 1e-9
+    return {"=": abs(a - b) <= eps, ">=": a >= b - eps, ">": a > b + eps}[operator]
+
+
+async def check_variant(item: ItemSpec, variant: Variant, judge: Provider, temperature: float, max_tokens: int,
+                        policy: RetryPolicy) -> VariantCheck:
+    """Judge each anchor JUDGE_REPLICATES times and test the item's required order."""
+    result = VariantCheck(item.id, variant.id)
+    rubric = item.rubric
+
+    async def score(response: str, replicate: int) -> float:
+        if not response.strip():
+            return score_verdict(rubric, empty_levels(rubric))
+        request = judge_request(rubric, variant.prompt, response, item.id, replicate, temperature, max_tokens)
+
+        async def once():
+            reply = await judge.chat(request, timeout_s=policy.request_timeout_s or 300)
+            return parse_verdict(reply.text, rubric, judge.endpoint)
+
+        verdict, _, _ = await with_retries(once, policy, item.id, "judge")
+        return score_verdict(rubric, observation_levels(rubric, verdict.levels, response, variant.facts))
+
+    for anchor in variant.anchors:
+        replicates = await asyncio.gather(*(score(anchor.response, r) for r in range(JUDGE_REPLICATES)))
+        result.replicate_scores[anchor.kind] = list(replicates)
+        result.scores[anchor.kind] = sum(replicates) / len(replicates)
+    result.relations = [(relation, relation_holds(relation, result.scores)) for relation in item.required_order]
+    return result
+
+
+async def check_items(items: list[tuple[ItemSpec, Variant]], judge_factory, temperature: float, max_tokens: int,
+                      policy: RetryPolicy, concurrency: int = 2) -> list[VariantCheck]:
+    """Check several (item, variant) pairs with bounded concurrency over one HTTP client."""
+    limit = asyncio.Semaphore(concurrency)
+    async with httpx.AsyncClient() as client:
+        judge = judge_factory(client)
+
+        async def bounded(item, variant):
+            async with limit:
+                return await check_variant(item, variant, judge, temperature, max_tokens, policy)
+
+        return list(await asyncio.gather(*(bounded(i, v) for i, v in items)))
+
+
+def format_checks(checks: list[VariantCheck]) -> str:
+    """One block per variant: anchor scores (replicates) and each relation with ok or VIOLATED."""
+    lines = []
+    for check in checks:
+        verdict = "holds" if check.holds else "VIOLATED"
+        lines.append(f"{check.item_id} [{check.variant_id}]: order {verdict}")
+        lines.append("  " + "  ".join(f"{kind} {score:.3f} ({', '.join(f'{s:.2f}' for s in check.replicate_scores[kind])})"
+                                      for kind, score in check.scores.items()))
+        lines.append("  " + "  ".join(f"[{'ok' if ok else 'VIOLATED'}] {relation}" for relation, ok in check.relations))
+    return "\n".join(lines)
