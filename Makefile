@@ -15,9 +15,13 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
-# The main job: check every ESAC-GI item over 200 public seeds (the runner will take this over).
+# The main job: ESAC-GI's public pool on the embedded model, judged by it (an unofficial development run).
 run: $(STAMP)
 	$(VENV)/bin/esac items
+	$(VENV)/bin/esac run
+
+# Every parametrized item over 200 public seeds.
+verify: $(STAMP)
 	$(VENV)/bin/esac verify
 
 test: $(STAMP)

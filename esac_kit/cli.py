@@ -118,24 +118,28 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(f"NOTE: {note}", flush=True)
     report = execute(folder, config, suite, pool, policy, cache, terminal_progress())
     print(format_report(report))
-    print(f"report: {folder / 'report.json'}")
+    print(f"artefacts: {folder}")
     return 0
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    """Re-render a run folder's report from its journal."""
+    """Re-render a run folder's artefacts from its journal."""
+    from esac_kit.artefacts import write_artefacts
     from esac_kit.journal import Journal
     from esac_kit.report import build_report, format_report
-    from esac_kit.runs import REPORT_FILE, load_config
-    from esac_kit.journal import write_json
+    from esac_kit.runs import load_config
 
     config = load_config(args.run)
     suite = load_suite(config.suite, args.items)
+    if suite.manifest.version != config.version:
+        raise ConfigError(f"{args.run}: a run of {config.suite} {config.version} cannot be rendered by the "
+                          f"{suite.manifest.version} item bank")
     journal = Journal(args.run)
     journal.close()
     report = build_report(suite, config, journal.observations)
-    write_json(args.run / REPORT_FILE, report.model_dump())
+    written = write_artefacts(args.run, report, journal.observations)
     print(format_report(report))
+    print("artefacts: " + ", ".join(path.name for path in written))
     return 0
 
 
@@ -178,6 +182,57 @@ def cmd_rubric_check(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_fingerprints(args: argparse.Namespace) -> int:
+    """Show the suite's fingerprints against its version history; --release records a change with its bump."""
+    from esac_kit.fingerprints import check_versions, compute, read_versions, release
+
+    suite = _suite(args)
+    now, latest = compute(suite), read_versions(suite)[-1]
+    print(f"{suite.manifest.name} {suite.manifest.version}: content {now.content}, scoring {now.scoring}")
+    print(f"recorded {latest.version} ({latest.change}): content {latest.content}, scoring {latest.scoring}")
+    if args.release:
+        changelog = Path(__file__).resolve().parent.parent / "specs" / f"esac-{suite.manifest.suite}.md"
+        record = release(suite, changelog)
+        print(f"released {record.version} ({record.change}); describe it in {changelog}" if record
+              else "nothing changed: no release")
+        return 0
+    problems = check_versions(suite)
+    for problem in problems:
+        print(f"PROBLEM: {problem}")
+    if problems:
+        raise VerificationFailed(f"{len(problems)} version problem(s) in {suite.folder / 'versions.toml'}")
+    print("fingerprints match the recorded version")
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    """Paired comparison of two runs on the same items; refused across major versions (amendment 001 §9)."""
+    from esac_kit.compare import comparability, load_report, paired_table
+
+    a, b = load_report(args.run_a), load_report(args.run_b)
+    notes = comparability(a, b)
+    print(f"A: {a.model.name} {a.suite.upper()} {a.version} run {a.run_id}: {a.total:.2f}")
+    print(f"B: {b.model.name} {b.suite.upper()} {b.version} run {b.run_id}: {b.total:.2f}")
+    for note in notes:
+        print(f"NOTE: {note}")
+    print(paired_table(args.run_a, args.run_b).to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+    return 0
+
+
+def cmd_leaderboard(args: argparse.Namespace) -> int:
+    """One table of finished runs, grouped so that only comparable runs (same suite and major) stand together."""
+    from esac_kit.compare import leaderboard
+
+    frame = leaderboard(args.reports)
+    if frame.empty:
+        print(f"no finished runs under {args.reports}")
+        return 0
+    for (suite, major_version), group in frame.groupby(["suite", "major"], sort=True):
+        print(f"\n{suite.upper()} {major_version}.x (comparable with each other only)")
+        print(group.drop(columns=["suite", "major", "folder"]).to_string(index=False, float_format=lambda x: f"{x:.2f}"))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand."""
     parser = argparse.ArgumentParser(prog="esac", description="ESAC kit: generate, run, score and report ESAC.")
@@ -195,16 +250,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     items = commands.add_parser("items", parents=[common], help="categories, points, item counts, totals")
     items.add_argument("--list", action="store_true", help="also list every item")
-    items.set_defaults(run=cmd_items)
+    items.set_defaults(handler=cmd_items)
 
     show = commands.add_parser("show", parents=[common, pools], help="one instance as the model sees it")
     show.add_argument("item", help="item id, e.g. quant-tank-mixing")
     show.add_argument("--answer", action="store_true", help="add the answer key and the reference response")
-    show.set_defaults(run=cmd_show)
+    show.set_defaults(handler=cmd_show)
 
     verify = commands.add_parser("verify", parents=[common, pools], help="check every parametrized item")
     verify.add_argument("--seeds", type=int, default=200, help="pool seeds per item (default: 200)")
-    verify.set_defaults(run=cmd_verify)
+    verify.set_defaults(handler=cmd_verify)
 
     run = commands.add_parser("run", parents=[common, pools], help="run a model on a suite, or --resume a run")
     run.add_argument("--model", default="local", help="local | openai:MODEL[@URL] | anthropic:MODEL[@URL]")
@@ -221,7 +276,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--retry-base-s", type=float, default=1.0, help="backoff base in seconds")
     run.add_argument("--retry-deadline-s", type=float, default=900.0, help="give up retrying a call after this")
     run.add_argument("--request-timeout-s", type=float, help="HTTP timeout per call (default: time budget + 30 s)")
-    run.set_defaults(run=cmd_run)
+    run.set_defaults(handler=cmd_run)
 
     rubric = commands.add_parser("rubric", help="rubric tools")
     rubric_commands = rubric.add_subparsers(dest="rubric_command", required=True)
@@ -231,11 +286,24 @@ def build_parser() -> argparse.ArgumentParser:
     rubric_check.add_argument("--pack", type=Path, help="also check the variants of a private item pack")
     rubric_check.add_argument("--max-attempts", type=int, default=6, help="attempts per judge call")
     rubric_check.add_argument("--retry-base-s", type=float, default=1.0, help="backoff base in seconds")
-    rubric_check.set_defaults(run=cmd_rubric_check)
+    rubric_check.set_defaults(handler=cmd_rubric_check)
+
+    prints = commands.add_parser("fingerprints", parents=[common], help="content and scoring fingerprints")
+    prints.add_argument("--release", action="store_true", help="record the current suite as a new version")
+    prints.set_defaults(handler=cmd_fingerprints)
+
+    compare = commands.add_parser("compare", help="paired comparison of two runs")
+    compare.add_argument("run_a", type=Path)
+    compare.add_argument("run_b", type=Path)
+    compare.set_defaults(handler=cmd_compare)
+
+    board = commands.add_parser("leaderboard", help="one table of comparable runs")
+    board.add_argument("reports", type=Path, nargs="?", default=Path("reports"))
+    board.set_defaults(handler=cmd_leaderboard)
 
     report = commands.add_parser("report", parents=[common], help="re-render a run folder's report")
     report.add_argument("run", type=Path, help="run folder")
-    report.set_defaults(run=cmd_report)
+    report.set_defaults(handler=cmd_report)
     return parser
 
 
@@ -247,7 +315,7 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "heldout_seed_file", None) and not args.heldout:
         args.heldout = True
     try:
-        return args.run(args)
+        return args.handler(args)
     except EsacError as error:
         print(f"esac: error: {error}", file=sys.stderr)
         return error.exit_code

@@ -39,6 +39,7 @@ class Observation(BaseModel):
     judge_rationale: str | None = None
     judge_tokens_in: int = 0
     judge_tokens_out: int = 0
+    prompt_sha256: str = ""
 
     @property
     def slot(self) -> tuple[str, int, int | None]:
@@ -83,6 +84,18 @@ class Journal:
     def close(self) -> None:
         """Close the journal file."""
         self._handle.close()
+
+
+def observations_frame(observations: list[Observation]):
+    """The tidy observation table: one row per observation, nested fields as JSON text."""
+    import pandas as pd
+
+    rows = [o.model_dump() for o in observations]
+    frame = pd.DataFrame(rows, columns=list(Observation.model_fields))
+    for column in ("score_detail", "retries", "judge_levels"):
+        frame[column] = frame[column].map(lambda value: json.dumps(value, sort_keys=True, default=str))
+    frame["judge_replicate"] = frame["judge_replicate"].astype("Int64")
+    return frame
 
 
 def write_json(path: Path, data: Any) -> None:

@@ -21,7 +21,7 @@ MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 CONTEXT_TOKENS = 8192
 # The embedded model's window is 8k tokens, so its answers are capped well below the suites' budgets;
 # runs on it are development runs, never official results.
-MAX_OUTPUT_TOKENS = 384
+MAX_OUTPUT_TOKENS = 256
 STARTUP_TIMEOUT_S = 120.0
 
 

@@ -1,7 +1,8 @@
-"""The run report: scores from observations, the pass verdict with reasons, failures, retries and tokens."""
+"""The run report: scores from observations, pass/fail with reasons, failures, retries, tokens and provenance."""
 
 from __future__ import annotations
 
+import math
 from collections import Counter, defaultdict
 from datetime import datetime, timezone
 
@@ -9,12 +10,13 @@ from pydantic import BaseModel
 
 from esac_kit import __version__
 from esac_kit.journal import Observation
+from esac_kit.runner import plan
 from esac_kit.scoring import aggregate
 from esac_kit.suite import Suite
 
 
 class ItemScore(BaseModel):
-    """One item's score: the mean of its observations."""
+    """One item's score (the mean of its observations) and the spread between its replicates."""
 
     item_id: str
     category: str
@@ -22,26 +24,42 @@ class ItemScore(BaseModel):
     score: float
     observations: int
     outcomes: dict[str, int]
+    answer_spread: float | None = None
+    judge_spread: float | None = None
+    instance_sha256: str
 
 
 class CategoryScore(BaseModel):
-    """One category's points and whether it clears 60 % (amendment 001 §10)."""
+    """One category's points, whether it clears 60 % (amendment 001 §10), and its uncertainty."""
 
     id: str
     points: float
     max_points: float
     passed: bool
+    ci_t: tuple[float, float] | None = None
+    ci_bootstrap: tuple[float, float] | None = None
+    p_pass: float | None = None
+    label: str | None = None
+
+
+class Party(BaseModel):
+    """A model or judge as the run used it: its name and its sampling parameters."""
+
+    name: str
+    parameters: dict[str, float | int | str | None]
 
 
 class Report(BaseModel):
-    """What a finished run says: scores, pass/fail with reasons, failures by kind, retries by kind, tokens."""
+    """Everything a run says (SPEC §6): provenance, scores with uncertainty, pass/fail, failures, retries, tokens."""
 
+    schema_version: int = 1
     run_id: str
     suite: str
     version: str
+    fingerprints: dict[str, str]
     pool: str
-    model: str
-    judge: str | None
+    model: Party
+    judge: Party | None
     official: bool
     notes: list[str]
     kit_version: str
@@ -51,11 +69,14 @@ class Report(BaseModel):
     max_total: float
     passed: bool
     reasons: list[str]
+    total_ci_t: tuple[float, float] | None = None
+    total_ci_bootstrap: tuple[float, float] | None = None
     categories: list[CategoryScore]
     items: list[ItemScore]
     model_outcomes: dict[str, int]
     retries: dict[str, int]
     tokens: dict[str, int]
+    efficiency: list[dict] | None = None
 
     def scores(self) -> dict:
         """The part of a report that must not depend on how the run was interrupted or retried."""
@@ -65,9 +86,12 @@ class Report(BaseModel):
 
 
 def build_report(suite: Suite, config, observations: list[Observation]) -> Report:
-    """Aggregate a complete run's observations into its report."""
+    """Aggregate a run's observations into its report."""
+    from esac_kit.fingerprints import compute
+
+    ordered = sorted(observations, key=lambda o: (o.item_id, o.model_replicate, o.judge_replicate or 0))
     by_item: dict[str, list[Observation]] = defaultdict(list)
-    for observation in sorted(observations, key=lambda o: (o.item_id, o.model_replicate, o.judge_replicate or 0)):
+    for observation in ordered:
         by_item[observation.item_id].append(observation)
     items, scores, weights, categories = [], {}, {}, {}
     for spec in suite.items:
@@ -76,38 +100,93 @@ def build_report(suite: Suite, config, observations: list[Observation]) -> Repor
             continue
         score = sum(o.score for o in rows) / len(rows)
         answers = {o.model_replicate: o.outcome for o in rows}
-        items.append(ItemScore(item_id=spec.id, category=spec.category, weight=spec.weight, score=score,
-                               observations=len(rows), outcomes=dict(Counter(answers.values()))))
+        items.append(ItemScore(item_id=spec.id, category=spec.category, weight=spec.weight, score=round(score, 9),
+                               observations=len(rows), outcomes=dict(Counter(answers.values())),
+                               instance_sha256=rows[0].prompt_sha256))
         scores[spec.id], weights[spec.id], categories[spec.id] = score, spec.weight, spec.category
     result = aggregate(suite.manifest, scores, weights, categories)
-    answers = {(o.item_id, o.model_replicate): o for o in observations}
+    planned = len(plan([i for i in suite.items if not config.items or i.id in config.items]))
+    notes = list(config.notes)
+    if len(ordered) < planned:
+        notes.append(f"incomplete run: {len(ordered)} of {planned} observations; resume it to finish")
+    answers = {(o.item_id, o.model_replicate): o for o in ordered}
     retries: Counter = Counter()
-    for observation in observations:
+    for observation in ordered:
         retries.update(observation.retries)
     tokens = {"model_in": sum(o.tokens_in for o in answers.values()),
               "model_out": sum(o.tokens_out for o in answers.values()),
-              "judge_in": sum(o.judge_tokens_in for o in observations),
-              "judge_out": sum(o.judge_tokens_out for o in observations)}
-    return Report(run_id=config.run_id, suite=config.suite, version=config.version, pool=config.pool_label,
-                  model=config.model, judge=config.judge, official=not config.notes, notes=config.notes,
-                  kit_version=__version__, created_at=config.created_at,
-                  rendered_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                  total=round(result.total, 6), max_total=result.max_total, passed=result.passed,
-                  reasons=result.reasons,
-                  categories=[CategoryScore(id=c.id, points=round(c.points, 6), max_points=c.max_points,
-                                            passed=c.passed) for c in result.categories],
-                  items=items, model_outcomes=dict(Counter(o.outcome for o in answers.values())),
-                  retries=dict(retries), tokens=tokens)
+              "judge_in": sum(o.judge_tokens_in for o in ordered),
+              "judge_out": sum(o.judge_tokens_out for o in ordered)}
+    fingerprints = compute(suite)
+    pin = suite.manifest.judge
+    judge = None if config.judge is None else Party(name=config.judge, parameters={
+        "temperature": config.judge_temperature, "max_tokens": config.judge_max_tokens,
+        "template_version": pin.template_version if pin else None})
+    report = Report(
+        run_id=config.run_id, suite=config.suite, version=config.version,
+        fingerprints={"content": fingerprints.content, "scoring": fingerprints.scoring}, pool=config.pool_label,
+        model=Party(name=config.model, parameters={"temperature": config.temperature,
+                                                   "max_tokens_cap": config.max_tokens_cap}),
+        judge=judge, official=not notes, notes=notes, kit_version=__version__,
+        created_at=config.created_at, rendered_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        total=round(result.total, 9), max_total=result.max_total, passed=result.passed, reasons=result.reasons,
+        categories=[CategoryScore(id=c.id, points=round(c.points, 9), max_points=c.max_points, passed=c.passed)
+                    for c in result.categories],
+        items=items, model_outcomes=dict(Counter(o.outcome for o in answers.values())), retries=dict(retries),
+        tokens=tokens)
+    return add_uncertainty(report, suite, ordered)
+
+
+def add_uncertainty(report: Report, suite: Suite, observations: list[Observation]) -> Report:
+    """Fill replicate spreads and category intervals from esac_kit.statistics (SPEC §7)."""
+    from esac_kit.journal import observations_frame
+    from esac_kit.statistics import OVERALL, category_intervals, item_spread
+
+    if not observations:
+        return report
+    frame = observations_frame(observations)
+    weights = {i.id: i.weight for i in suite.items}
+    present = {i.category for i in report.items}
+    points = {c.id: c.points for c in suite.manifest.categories if c.id in present}
+    spreads = item_spread(frame).set_index("item_id")
+    items = [i.model_copy(update={"answer_spread": _finite(spreads.at[i.item_id, "answer_spread"]),
+                                  "judge_spread": _finite(spreads.at[i.item_id, "judge_spread"])})
+             if i.item_id in spreads.index else i for i in report.items]
+    intervals = category_intervals(frame, weights, points).set_index("category")
+
+    def bounds(row, low: str, high: str):
+        pair = (_finite(row[low]), _finite(row[high]))
+        return None if None in pair else pair
+
+    categories = []
+    for category in report.categories:
+        row = intervals.loc[category.id]
+        categories.append(category.model_copy(update={
+            "ci_t": bounds(row, "t_low", "t_high"), "ci_bootstrap": bounds(row, "boot_low", "boot_high"),
+            "p_pass": _finite(row["p_pass"]), "label": row["label"]}))
+    overall = intervals.loc[OVERALL]
+    return report.model_copy(update={"items": items, "categories": categories,
+                                     "total_ci_t": bounds(overall, "t_low", "t_high"),
+                                     "total_ci_bootstrap": bounds(overall, "boot_low", "boot_high")})
+
+
+def _finite(value) -> float | None:
+    """A float rounded for stable reports, or None for NaN (JSON has no NaN)."""
+    value = float(value)
+    return None if math.isnan(value) else round(value, 9)
 
 
 def format_report(report: Report) -> str:
     """A terminal summary of a report."""
-    lines = [f"{report.suite.upper()} {report.version} | model {report.model} | judge {report.judge or '-'} | "
+    judge = report.judge.name if report.judge else "-"
+    lines = [f"{report.suite.upper()} {report.version} | model {report.model.name} | judge {judge} | "
              f"pool {report.pool}"]
     lines += [f"  NOTE: {note}" for note in report.notes]
     for category in report.categories:
         mark = "ok " if category.passed else "LOW"
-        lines.append(f"  {category.id:14} {category.points:6.2f} / {category.max_points:g}  {mark}")
+        interval = f"  CI95 {category.ci_t[0]:.2f}–{category.ci_t[1]:.2f}" if category.ci_t else ""
+        label = f"  {category.label}" if category.label else ""
+        lines.append(f"  {category.id:14} {category.points:6.2f} / {category.max_points:g}  {mark}{interval}{label}")
     verdict = "PASS" if report.passed else "FAIL"
     lines.append(f"  {'total':14} {report.total:6.2f} / {report.max_total:g}  {verdict}"
                  + (f" ({'; '.join(report.reasons)})" if report.reasons else ""))

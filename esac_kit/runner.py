@@ -8,6 +8,7 @@ with everything finished kept (amendment 001 §8).
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import random
 import time
 from collections import Counter
@@ -254,7 +255,8 @@ class Runner:
                            model_replicate=slot.model_replicate, judge_replicate=slot.judge_replicate,
                            outcome=reply.outcome, score=score, score_detail=_jsonable(detail), response=reply.text,
                            tokens_in=reply.tokens_in, tokens_out=reply.tokens_out, latency_s=reply.latency_s,
-                           attempts=attempts, retries=dict(retries))
+                           attempts=attempts, retries=dict(retries),
+                           prompt_sha256=hashlib.sha256(instance.prompt.encode()).hexdigest())
 
     def _report(self) -> None:
         if self.settings.on_progress and self.progress:

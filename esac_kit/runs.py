@@ -14,6 +14,7 @@ import httpx
 from pydantic import BaseModel
 
 from esac_kit import __version__
+from esac_kit.artefacts import write_artefacts
 from esac_kit.cache import ResponseCache
 from esac_kit.errors import ConfigError
 from esac_kit.instances import generate
@@ -26,7 +27,6 @@ from esac_kit.report import Report, build_report
 from esac_kit.runner import Progress, RetryPolicy, Runner, RunSettings, plan
 from esac_kit.suite import Suite, load_suite
 
-REPORT_FILE = "report.json"
 
 
 class RunConfig(BaseModel):
@@ -133,7 +133,7 @@ def execute(folder: Path, config: RunConfig, suite: Suite, pool: Pool, policy: R
     finally:
         journal.close()
     report = build_report(suite, config, observations)
-    write_json(folder / REPORT_FILE, report.model_dump())
+    write_artefacts(folder, report, observations)
     return report
 
 

@@ -18,6 +18,7 @@ from esac_kit.schemas import ItemSpec, SuiteManifest
 
 ITEMS_ENV = "ESAC_ITEMS"
 MANIFEST = "manifest.toml"
+NOT_ITEMS = {MANIFEST, "versions.toml"}
 
 
 def default_items_dir() -> Path:
@@ -71,7 +72,7 @@ def load_suite(suite: str = "gi", items_dir: Path | None = None) -> Suite:
     if not manifest_path.is_file():
         raise ConfigError(f"{manifest_path}: no such manifest: is '{suite}' a suite of this kit?")
     manifest: SuiteManifest = read_model(manifest_path, SuiteManifest)
-    items = [read_item(path) for path in sorted(folder.glob("*.toml")) if path.name != MANIFEST]
+    items = [read_item(path) for path in sorted(folder.glob("*.toml")) if path.name not in NOT_ITEMS]
     _assert_figures(manifest, manifest_path, items, folder)
     order = {c.id: n for n, c in enumerate(manifest.categories)}
     return Suite(manifest, tuple(sorted(items, key=lambda i: (order[i.category], i.id))), folder)

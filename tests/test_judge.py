@@ -24,7 +24,7 @@ def anchors_by_response():
     found = {}
     for folder in (ITEMS / "gi", PACK / "gi"):
         for path in sorted(folder.glob("*.toml")):
-            if path.name == "manifest.toml":
+            if path.name in ("manifest.toml", "versions.toml"):
                 continue
             item = read_item(path)
             for variant in item.variants:

@@ -1,0 +1,35 @@
+"""Report artefacts in a run folder: report.json, observations.parquet, and the charts as PNG and SVG."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from esac_kit.journal import Observation, observations_frame, write_json
+from esac_kit.report import Report
+
+REPORT_FILE = "report.json"
+SCHEMA_PATH = Path(__file__).resolve().parent.parent / "specs" / "report.schema.json"
+
+
+def report_schema() -> dict:
+    """The published JSON Schema of report.json."""
+    return Report.model_json_schema()
+
+
+def write_artefacts(folder: Path, report: Report, observations: list[Observation], charts: bool = True) -> list[Path]:
+    """Write every artefact of a report into its run folder and return their paths."""
+    import vl_convert as vlc
+
+    from esac_kit.charts import category_chart, item_chart
+
+    written = [folder / REPORT_FILE, folder / "observations.parquet"]
+    write_json(written[0], report.model_dump(mode="json"))
+    observations_frame(observations).to_parquet(written[1], index=False)
+    if charts:
+        for name, chart in (("categories", category_chart(report)), ("items", item_chart(report))):
+            spec = json.dumps(chart.to_dict())
+            (folder / f"{name}.svg").write_text(vlc.vegalite_to_svg(spec), encoding="utf-8")
+            (folder / f"{name}.png").write_bytes(vlc.vegalite_to_png(spec, scale=2))
+            written += [folder / f"{name}.svg", folder / f"{name}.png"]
+    return written

@@ -1,0 +1,91 @@
+"""Comparing runs: what may be compared (amendment 001 §9), paired statistics, and the leaderboard of comparable runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+from pydantic import ValidationError
+
+from esac_kit.artefacts import REPORT_FILE
+from esac_kit.errors import ConfigError
+from esac_kit.report import Report
+
+
+def load_report(folder: Path) -> Report:
+    """Read a run folder's report.json, with a one-line error when it is missing or not a report."""
+    path = folder / REPORT_FILE
+    try:
+        return Report.model_validate_json(path.read_text(encoding="utf-8"))
+    except OSError:
+        raise ConfigError(f"{path}: no report: finish the run or render it with `esac report {folder}`") from None
+    except ValidationError as error:
+        raise ConfigError(f"{path}: not a report of this kit: {error.errors()[0]['msg']}") from None
+
+
+def major(version: str) -> int:
+    """The major part of a suite version."""
+    return int(version.split(".")[0])
+
+
+def comparability(a: Report, b: Report) -> list[str]:
+    """Notes on what differs between two comparable runs; raises ConfigError when they are not comparable."""
+    if a.suite != b.suite:
+        raise ConfigError(f"runs of different suites ({a.suite}, {b.suite}) are not comparable")
+    if major(a.version) != major(b.version):
+        raise ConfigError(f"{a.suite.upper()} {a.version} and {b.version} differ in major version: their scores "
+                          f"measure different things and are never compared (amendment 001 §9)")
+    notes = []
+    if a.version != b.version:
+        notes.append(f"minor versions differ ({a.version}, {b.version}): comparable within major {major(a.version)}")
+    a_items = {i.item_id: i.instance_sha256 for i in a.items}
+    b_items = {i.item_id: i.instance_sha256 for i in b.items}
+    shared = sorted(set(a_items) & set(b_items))
+    if not shared or any(a_items[i] != b_items[i] for i in shared):
+        raise ConfigError("the runs answered different instances (another pool or version): a paired comparison "
+                          "needs the same items")
+    if len(shared) < max(len(a_items), len(b_items)):
+        notes.append(f"compared on the {len(shared)} items both runs hold")
+    judges = [r.judge.name if r.judge else None for r in (a, b)]
+    if judges[0] != judges[1]:
+        notes.append(f"judges differ ({judges[0]}, {judges[1]}): judged items are not directly comparable")
+    for name, report in (("A", a), ("B", b)):
+        if not report.official:
+            notes.append(f"run {name} is unofficial: " + "; ".join(report.notes))
+    return notes
+
+
+def paired_table(folder_a: Path, folder_b: Path, items_dir: Path | None = None) -> pd.DataFrame:
+    """Paired statistics of two comparable runs over the items both hold (esac_kit.statistics)."""
+    from esac_kit.statistics import paired_comparison
+    from esac_kit.suite import load_suite
+
+    a = pd.read_parquet(folder_a / "observations.parquet")
+    b = pd.read_parquet(folder_b / "observations.parquet")
+    shared = sorted(set(a["item_id"]) & set(b["item_id"]))
+    a, b = a[a["item_id"].isin(shared)], b[b["item_id"].isin(shared)]
+    suite = load_suite(str(a["suite"].iloc[0]), items_dir)
+    weights = {i.id: i.weight for i in suite.items}
+    present = set(a["category"])
+    points = {c.id: c.points for c in suite.manifest.categories if c.id in present}
+    return paired_comparison(a, b, weights, points)
+
+
+def leaderboard(reports_dir: Path) -> pd.DataFrame:
+    """One row per finished run under a reports folder, sorted so that comparable runs stand together."""
+    rows = []
+    for path in sorted(reports_dir.rglob(REPORT_FILE)):
+        try:
+            report = Report.model_validate_json(path.read_text(encoding="utf-8"))
+        except (OSError, ValidationError):
+            continue  # not a report of this kit (or a half-written one): the table lists what it can read
+        rows.append({"suite": report.suite, "major": major(report.version), "version": report.version,
+                     "model": report.model.name, "judge": report.judge.name if report.judge else "-",
+                     "pool": report.pool.split(" (")[0], "official": report.official, "total": report.total,
+                     "max": report.max_total, "pass": report.passed, "run": report.run_id,
+                     "folder": str(path.parent)})
+    columns = ["suite", "major", "version", "model", "judge", "pool", "official", "total", "max", "pass", "run",
+               "folder"]
+    frame = pd.DataFrame(rows, columns=columns)
+    return frame.sort_values(["suite", "major", "pool", "total"], ascending=[True, True, True, False],
+                             ignore_index=True)

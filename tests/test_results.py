@@ -1,0 +1,120 @@
+"""Report artefacts, the published schema, re-rendering, comparisons and the leaderboard."""
+
+import json
+import shutil
+from pathlib import Path
+
+import jsonschema
+import pandas as pd
+import pytest
+
+from esac_kit.artefacts import SCHEMA_PATH, report_schema
+from esac_kit.cli import main
+from esac_kit.loopback import LoopbackServer, is_judge_request
+from runkit import esac_run, reference_answers, run_folder_of
+
+
+def half_right(answers):
+    """A model that answers every second prompt with its reference and the rest with nothing useful."""
+    seen = {}
+
+    def answer(body):
+        if is_judge_request(body):
+            return answers(body)
+        text = json.dumps(body["messages"])
+        seen.setdefault(text, len(seen))
+        return answers(body) if seen[text] % 2 == 0 else "ANSWER: 0"
+
+    return answer
+
+
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory):
+    reports = tmp_path_factory.mktemp("reports")
+    answers = reference_answers()
+    folders = []
+    for model, script in (("alpha", answers), ("beta", half_right(answers))):
+        with LoopbackServer(script) as server:
+            assert esac_run("--model", f"openai:{model}@{server.url}", "--judge", f"openai:j@{server.url}",
+                            "--reports", str(reports / model), "--no-cache") == 0
+        folders.append(run_folder_of(reports / model))
+    return reports, folders
+
+
+def test_a_run_folder_holds_every_artefact_and_the_report_validates(two_runs):
+    _, (folder, _) = two_runs
+    for name in ("report.json", "observations.parquet", "categories.png", "categories.svg", "items.png",
+                 "items.svg", "run.json", "observations.jsonl"):
+        assert (folder / name).stat().st_size > 0, name
+    report = json.loads((folder / "report.json").read_text())
+    jsonschema.validate(report, json.loads(SCHEMA_PATH.read_text()))
+    assert (folder / "categories.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "<svg" in (folder / "categories.svg").read_text()[:400]
+    table = pd.read_parquet(folder / "observations.parquet")
+    assert len(table) == 29 + 4 * 7 and {"model_replicate", "judge_replicate", "score"} <= set(table.columns)
+    for field in ("fingerprints", "pool", "model", "judge", "kit_version", "created_at", "reasons", "model_outcomes",
+                  "retries", "tokens", "total_ci_t"):
+        assert report[field] is not None, field
+    assert all(c["label"] in ("PASS", "FAIL", "INCONCLUSIVE") for c in report["categories"])
+
+
+def test_the_published_schema_is_the_report_model():
+    assert json.loads(SCHEMA_PATH.read_text()) == json.loads(json.dumps(report_schema()))
+
+
+def test_report_rerenders_the_same_scores(two_runs, capsys):
+    _, (folder, _) = two_runs
+    before = json.loads((folder / "report.json").read_text())
+    (folder / "categories.png").unlink()
+    assert main(["report", str(folder)]) == 0
+    after = json.loads((folder / "report.json").read_text())
+    assert (folder / "categories.png").exists()
+    for key in ("total", "categories", "items", "passed", "reasons"):
+        assert after[key] == before[key]
+
+
+def test_compare_gives_paired_statistics(two_runs, capsys):
+    _, (a, b) = two_runs
+    assert main(["compare", str(a), str(b)]) == 0
+    output = capsys.readouterr().out
+    assert "p_holm" in output and "overall" in output.lower() and "mde" in output
+
+
+def _copy_with_version(folder: Path, tmp_path: Path, version: str) -> Path:
+    copy = tmp_path / f"copy-{version}"
+    shutil.copytree(folder, copy)
+    report = json.loads((copy / "report.json").read_text())
+    report["version"] = version
+    (copy / "report.json").write_text(json.dumps(report))
+    return copy
+
+
+def test_compare_refuses_across_major_versions(two_runs, tmp_path, capsys):
+    _, (a, b) = two_runs
+    assert main(["compare", str(a), str(_copy_with_version(b, tmp_path, "2.0"))]) == 2
+    assert "major version" in capsys.readouterr().err
+
+
+def test_compare_allows_and_notes_minor_versions(two_runs, tmp_path, capsys):
+    _, (a, b) = two_runs
+    assert main(["compare", str(a), str(_copy_with_version(b, tmp_path, "1.1"))]) == 0
+    assert "minor versions differ" in capsys.readouterr().out
+
+
+def test_compare_refuses_runs_on_different_instances(two_runs, tmp_path, capsys):
+    _, (a, b) = two_runs
+    copy = _copy_with_version(b, tmp_path, "1.0")
+    report = json.loads((copy / "report.json").read_text())
+    report["items"][0]["instance_sha256"] = "0" * 64
+    (copy / "report.json").write_text(json.dumps(report))
+    assert main(["compare", str(a), str(copy)]) == 2
+    assert "different instances" in capsys.readouterr().err
+
+
+def test_leaderboard_lists_comparable_runs(two_runs, capsys):
+    reports, _ = two_runs
+    assert main(["leaderboard", str(reports)]) == 0
+    output = capsys.readouterr().out
+    assert "GI 1.x" in output and "openai:alpha" in output and "openai:beta" in output
+    lines = [line for line in output.splitlines() if "openai:" in line]
+    assert "alpha" in lines[0]  # sorted by total: the full-marks run first
