@@ -48,7 +48,8 @@ def comparability(a: Report, b: Report) -> list[str]:
         notes.append(f"compared on the {len(shared)} items both runs hold")
     judges = [r.judge.name if r.judge else None for r in (a, b)]
     if judges[0] != judges[1]:
-        notes.append(f"judges differ ({judges[0]}, {judges[1]}): judged items are not directly comparable")
+        raise ConfigError(f"the runs were judged by different judges ({judges[0]}, {judges[1]}): their judge-graded "
+                          f"scores are not comparable")
     for name, report in (("A", a), ("B", b)):
         if not report.official:
             notes.append(f"run {name} is unofficial: " + "; ".join(report.notes))

@@ -22,7 +22,7 @@ from esac_kit.journal import Journal, Observation
 from esac_kit.judge import EMPTY_RATIONALE, empty_levels, judge_request, observation_levels, parse_verdict
 from esac_kit.providers import ChatRequest, ModelReply, Provider, TransientFailure
 from esac_kit.sandbox import SandboxError
-from esac_kit.schemas import Instance, ItemSpec
+from esac_kit.schemas import CodeTestsKey, Instance, ItemSpec
 from esac_kit.scoring import score_response, score_verdict
 
 T = TypeVar("T")
@@ -154,9 +154,11 @@ class Runner:
         for slot in slots:
             if (slot.item_id, slot.model_replicate, slot.judge_replicate) not in done:
                 pending.setdefault((slot.item_id, slot.model_replicate), []).append(slot)
+        # Longest chains first: answers that a judge must then grade start before single-call items.
+        ordered = sorted(pending.items(), key=lambda entry: -len(entry[1]))
         try:
             async with asyncio.TaskGroup() as group:
-                for (item_id, replicate), item_slots in pending.items():
+                for (item_id, replicate), item_slots in ordered:
                     group.create_task(self._answer_and_score(item_id, replicate, item_slots))
         except* EsacError as failed:  # an abort or a configuration error: the first one speaks for the run
             raise failed.exceptions[0] from None
@@ -170,8 +172,7 @@ class Runner:
                 attempts, retries = 1, Counter()
             if slot.judge_replicate is None:
                 scored, more_attempts, more = await with_retries(
-                    lambda: asyncio.to_thread(score_response, instance.key, reply.text), self.settings.policy,
-                    item_id, "scoring", self._count_retry)
+                    lambda: _score(instance, reply.text), self.settings.policy, item_id, "scoring", self._count_retry)
                 observation = self._observation(item, slot, reply, attempts + more_attempts - 1,
                                                 retries + more, scored.score, scored.detail)
             else:
@@ -261,6 +262,13 @@ class Runner:
     def _report(self) -> None:
         if self.settings.on_progress and self.progress:
             self.settings.on_progress(self.progress)
+
+
+async def _score(instance: Instance, response: str):
+    """Score a response; sandboxed code runs in a worker thread so other calls go on meanwhile."""
+    if isinstance(instance.key, CodeTestsKey):
+        return await asyncio.to_thread(score_response, instance.key, response)
+    return score_response(instance.key, response)
 
 
 def _jsonable(detail: dict) -> dict:

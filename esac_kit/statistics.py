@@ -433,10 +433,14 @@ def _bootstrap(items: _Items, where: np.ndarray, max_points: np.ndarray, level: 
     n, k = len(items.ids), len(items.categories)
     column_size = items.counts[items.category_of_item]
     column_start = items.starts[items.category_of_item]
-    # Each replicate's category sums come from how often it drew each item: counts (rows × n) @ [w·s | w] (n × 2k).
-    member = np.zeros((n, 2 * k))
-    member[np.arange(n), items.category_of_item] = items.weights * items.scores
-    member[np.arange(n), k + items.category_of_item] = items.weights
+    # Each replicate's category sums come from how often it drew each item: counts (rows × n) @ [w·s | w] (n × 2k),
+    # a small matrix product for a suite's few categories; reduceat over the item columns when there are many.
+    weighted = items.weights * items.scores
+    member = None
+    if k <= 64:
+        member = np.zeros((n, 2 * k))
+        member[np.arange(n), items.category_of_item] = weighted
+        member[np.arange(n), k + items.category_of_item] = items.weights
     chunk = max(1, 4_000_000 // n)  # bounds memory for very large item sets
     parts = []
     for begin in range(0, n_boot, chunk):
@@ -444,8 +448,12 @@ def _bootstrap(items: _Items, where: np.ndarray, max_points: np.ndarray, level: 
         index = column_start + (rng.random((rows, n)) * column_size).astype(np.intp)
         index += (np.arange(rows) * n)[:, None]
         drawn = np.bincount(index.ravel(), minlength=rows * n).reshape(rows, n).astype(float)
-        sums = drawn @ member
-        parts.append(sums[:, :k] / sums[:, k:])
+        if member is not None:
+            sums = drawn @ member
+            parts.append(sums[:, :k] / sums[:, k:])
+        else:
+            parts.append(np.add.reduceat(drawn * weighted, items.starts, axis=1)
+                         / np.add.reduceat(drawn * items.weights, items.starts, axis=1))
     means = np.concatenate(parts) if len(parts) > 1 else parts[0]
     present = where >= 0
     replicate = np.full((means.shape[0], n_rows), np.nan)

@@ -32,12 +32,14 @@ def half_right(answers):
 def two_runs(tmp_path_factory):
     reports = tmp_path_factory.mktemp("reports")
     answers = reference_answers()
+    script = {"answer": answers}
     folders = []
-    for model, script in (("alpha", answers), ("beta", half_right(answers))):
-        with LoopbackServer(script) as server:
+    with LoopbackServer(lambda body: script["answer"](body)) as server:
+        for model, answer in (("alpha", answers), ("beta", half_right(answers))):
+            script["answer"] = answer
             assert esac_run("--model", f"openai:{model}@{server.url}", "--judge", f"openai:j@{server.url}",
                             "--reports", str(reports / model), "--no-cache") == 0
-        folders.append(run_folder_of(reports / model))
+            folders.append(run_folder_of(reports / model))
     return reports, folders
 
 
@@ -109,6 +111,16 @@ def test_compare_refuses_runs_on_different_instances(two_runs, tmp_path, capsys)
     (copy / "report.json").write_text(json.dumps(report))
     assert main(["compare", str(a), str(copy)]) == 2
     assert "different instances" in capsys.readouterr().err
+
+
+def test_compare_refuses_runs_judged_by_different_judges(two_runs, tmp_path, capsys):
+    _, (a, b) = two_runs
+    copy = _copy_with_version(b, tmp_path, "1.0")
+    report = json.loads((copy / "report.json").read_text())
+    report["judge"]["name"] = "local"
+    (copy / "report.json").write_text(json.dumps(report))
+    assert main(["compare", str(a), str(copy)]) == 2
+    assert "different judges" in capsys.readouterr().err
 
 
 def test_leaderboard_lists_comparable_runs(two_runs, capsys):
