@@ -90,7 +90,7 @@ def _judged(obs: pd.DataFrame) -> _Judged:
 
 
 def _balanced_cube(judged: _Judged) -> tuple[np.ndarray, int]:
-    """The items of the modal complete design (a answers × b judge calls) as an (I, a, b) array, and how many were left out."""
+    """Items of the modal complete design (a answers × b judge calls) as an (I, a, b) array, and the count left out."""
     n_items = len(judged.items)
     if n_items == 0:
         return np.empty((0, 0, 0)), 0
@@ -183,7 +183,7 @@ class VarianceComponents:
 
 
 def variance_components(obs: pd.DataFrame) -> VarianceComponents:
-    """Method-of-moments variance components σ²_item, σ²_answer, σ²_judge from the balanced nested ANOVA's expected mean squares."""
+    """σ²_item, σ²_answer, σ²_judge by the method of moments from the balanced nested ANOVA's expected mean squares."""
     cube, excluded = _balanced_cube(_judged(obs))
     n, a, b = cube.shape
     nan = float("nan")
@@ -228,7 +228,7 @@ class JudgeReliability:
 
 
 def judge_reliability(obs: pd.DataFrame, level: float = 0.95) -> JudgeReliability:
-    """ICC(1) one-way random effects (judge replicates are exchangeable, answers the targets) and Krippendorff's interval alpha."""
+    """ICC(1), one-way random effects with answers as targets and exchangeable judge calls, and Krippendorff's alpha."""
     judged = _judged(obs)
     per_answer = np.bincount(judged.answer_of_obs)
     nan = float("nan")
@@ -272,7 +272,11 @@ def judge_reliability(obs: pd.DataFrame, level: float = 0.95) -> JudgeReliabilit
 def d_study(components: VarianceComponents, answers: Sequence[int] = (1, 2, 4, 8),
             judgements: Sequence[int] = (1, 2, 4), n_items: float | None = None,
             points: float = 1.0) -> pd.DataFrame:
-    """Standard errors of an item mean (and, given n_items, of a category score) for each design of answers × judge calls."""
+    """SE of an item mean (and, given n_items, of a category score) for each design of answers × judge calls."""
+    # Error variance of one item's score: σ²_answer/n_a + σ²_judge/(n_a n_j) (truncated components);
+    # G = σ²_item/(σ²_item + error). With n_items (for unequal weights the effective count (Σw)²/Σw²): the SE of
+    # the category score with the items fixed, √(error/n), and with the items a sample of their domain,
+    # √((σ²_item + error)/n), times `points`.
     grid_a, grid_j = (g.ravel() for g in np.meshgrid(np.asarray(answers, dtype=float),
                                                       np.asarray(judgements, dtype=float), indexing="ij"))
     error = components.var_answer / grid_a + components.var_judge / (grid_a * grid_j)
@@ -329,8 +333,8 @@ def _items(obs: pd.DataFrame, weights: Mapping[str, float] | None) -> _Items:
         if (w <= 0).any():
             raise ValueError("item weights must be positive")
     counts = np.bincount(cat_codes, minlength=len(present))
-    return _Items(ids, scores[order], w, cat_codes[order], np.asarray(present, dtype=object),
-                  np.r_[0, np.cumsum(counts)[:-1]], counts)
+    starts = np.r_[0, np.cumsum(counts)[:-1]] if len(counts) else np.array([], dtype=np.intp)
+    return _Items(ids, scores[order], w, cat_codes[order], np.asarray(present, dtype=object), starts, counts)
 
 
 @dataclass(frozen=True)
@@ -344,7 +348,7 @@ class _Means:
 
 def _weighted_means(values: np.ndarray, items: _Items) -> _Means:
     # μ̂ = Σ w x / Σ w; σ̂² = Σ w (x − μ̂)² / (Σ w − Σ w² / Σ w) (reliability weights; s² when the weights are equal);
-    # Var(μ̂) = σ̂² Σ w² / (Σ w)², i.e. s²/n for equal weights (Miller 2024, eq. 1 with the item as the unit).
+    # Var(μ̂) = σ̂² Σ w² / (Σ w)², i.e. s²/n for equal weights (Miller 2024: the item score is the sampling unit).
     w, starts = items.weights, items.starts
     total = np.add.reduceat(w, starts)
     total2 = np.add.reduceat(w * w, starts)
@@ -364,8 +368,9 @@ def _category_order(points: Mapping[str, float], items: _Items) -> np.ndarray:
     return np.array([position.get(c, -1) for c in points], dtype=np.intp)
 
 
-def _pick(values: np.ndarray, where: np.ndarray) -> np.ndarray:
-    return np.where(where >= 0, values[np.maximum(where, 0)] if len(values) else np.nan, np.nan)
+def _pick(values: np.ndarray, where: np.ndarray, missing=np.nan) -> np.ndarray:
+    """values[where], with `missing` where the index is −1 (a category the run has no items of)."""
+    return np.r_[values, missing][where]
 
 
 def _welch(se: np.ndarray, df: np.ndarray) -> tuple[float, float]:
@@ -387,12 +392,12 @@ def _t_quantile(df, probability: float):
 
 def category_intervals(obs: pd.DataFrame, weights: Mapping[str, float] | None, points: Mapping[str, float],
                        level: float = 0.95, n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
-    """Per category and overall: score, t and item-bootstrap intervals, P(score ≥ 60 %) and a PASS / FAIL / INCONCLUSIVE label."""
+    """Per category and overall: score, t and item-bootstrap intervals, P(score ≥ 60 %), PASS / FAIL / INCONCLUSIVE."""
     items = _items(obs, weights)
     where = _category_order(points, items)
     means = _weighted_means(items.scores, items)
     max_points = np.array([float(points[c]) for c in points])
-    n_items = np.where(where >= 0, items.counts[np.maximum(where, 0)], 0)
+    n_items = _pick(items.counts, where, 0)
     score = max_points * _pick(means.mean, where)
     se = max_points * _pick(means.se, where)
     df = _pick(means.df, where)
@@ -463,7 +468,7 @@ def _bootstrap(items: _Items, where: np.ndarray, max_points: np.ndarray, level: 
 
 
 def _quantiles(sample: np.ndarray, probabilities: Sequence[float]) -> np.ndarray:
-    """Column quantiles, linear interpolation (numpy's default method), by one sort; NaN columns give meaningless values."""
+    """Column quantiles by one sort, interpolated linearly as numpy's default; NaN columns give meaningless values."""
     ordered = np.sort(sample, axis=0)
     position = np.asarray(probabilities) * (len(ordered) - 1)
     below = np.floor(position).astype(np.intp)
@@ -473,7 +478,7 @@ def _quantiles(sample: np.ndarray, probabilities: Sequence[float]) -> np.ndarray
 
 
 def suite_verdict(intervals: pd.DataFrame) -> str:
-    """The pass rule (amendment 001 §10) under uncertainty: PASS if every row is PASS, FAIL if any row is FAIL, else INCONCLUSIVE."""
+    """Pass rule under uncertainty (amendment 001 §10): PASS if all rows pass, FAIL if any fails, else INCONCLUSIVE."""
     labels = set(intervals["label"])
     if FAIL in labels:
         return FAIL
@@ -484,7 +489,7 @@ def suite_verdict(intervals: pd.DataFrame) -> str:
 
 
 def holm(pvalues: Sequence[float]) -> np.ndarray:
-    """Holm step-down adjusted p-values: max over j ≤ i of min(1, (m − j + 1) p_(j)); NaN stays NaN and is not counted."""
+    """Holm step-down adjusted p-values, max over j ≤ i of min(1, (m − j + 1) p_(j)); NaN stays NaN, not counted."""
     p = np.asarray(pvalues, dtype=float)
     out = np.full(p.shape, np.nan)
     good = ~np.isnan(p)
@@ -501,16 +506,18 @@ def holm(pvalues: Sequence[float]) -> np.ndarray:
 
 def paired_comparison(obs_a: pd.DataFrame, obs_b: pd.DataFrame, weights: Mapping[str, float] | None,
                       points: Mapping[str, float], level: float = 0.95, power: float = 0.8) -> pd.DataFrame:
-    """Two runs on the same items, per category and overall: B − A in points, t interval, correlation, MDE, p and Holm p."""
+    """Two runs on the same items, per category and overall: B − A in points, t interval, correlation, MDE, p-values."""
     a, b = _items(obs_a, weights), _items(obs_b, weights)
-    if len(a.ids) != len(b.ids) or (a.ids != b.ids).any() or (a.categories != b.categories).any():
+    if (len(a.ids) != len(b.ids) or (a.ids != b.ids).any()
+            or (a.categories[a.category_of_item] != b.categories[b.category_of_item]).any()):
         only_a, only_b = set(a.ids) - set(b.ids), set(b.ids) - set(a.ids)
-        raise ValueError(f"runs differ in items: only in A {sorted(only_a)[:5]}, only in B {sorted(only_b)[:5]}")
+        raise ValueError(f"runs differ in items or their categories: only in A {sorted(only_a)[:5]}, "
+                         f"only in B {sorted(only_b)[:5]}")
     where = _category_order(points, a)
     diff_means = _weighted_means(b.scores - a.scores, a)
     mean_a, mean_b = _weighted_means(a.scores, a).mean, _weighted_means(b.scores, a).mean
     max_points = np.array([float(points[c]) for c in points])
-    n_items = np.where(where >= 0, a.counts[np.maximum(where, 0)], 0)
+    n_items = _pick(a.counts, where, 0)
     diff = max_points * _pick(diff_means.mean, where)
     se = max_points * _pick(diff_means.se, where)
     df = _pick(diff_means.df, where)

@@ -1,6 +1,8 @@
 """Statistics of replicates (SPEC §7): recovery of planted components, agreement with independent libraries,
 interval coverage, the pass labels (amendment 001 §10), Holm, and paired comparisons."""
 
+import importlib
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -102,8 +104,8 @@ def test_components_recover_planted_values():
 
 
 def test_mean_squares_match_statsmodels_nested_anova():
-    sm = pytest.importorskip("statsmodels.api")
-    smf = pytest.importorskip("statsmodels.formula.api")
+    sm = importlib.import_module("statsmodels.api")
+    smf = importlib.import_module("statsmodels.formula.api")
     obs, _ = nested(60, 0.04, 0.01, 0.005, seed=5)
     vc = st.variance_components(obs)
     fit = smf.ols("score ~ C(item_id) + C(item_id):C(model_replicate)", data=obs).fit()
@@ -116,7 +118,7 @@ def test_mean_squares_match_statsmodels_nested_anova():
 
 def test_components_match_statsmodels_mixedlm_reml():
     # For balanced data with positive estimates, REML equals the ANOVA (method of moments) estimator.
-    smf = pytest.importorskip("statsmodels.formula.api")
+    smf = importlib.import_module("statsmodels.formula.api")
     obs, _ = nested(150, 0.04, 0.01, 0.005, seed=3)
     vc = st.variance_components(obs)
     import warnings
@@ -172,8 +174,9 @@ def test_one_judged_item_has_no_item_component():
 # ---------------------------------------------------------------- judge reliability
 
 
+@pytest.mark.filterwarnings("ignore:The inplace keyword")  # inside pingouin, under pandas 3
 def test_icc_matches_pingouin():
-    pg = pytest.importorskip("pingouin")
+    pg = importlib.import_module("pingouin")
     obs, _ = nested(80, 0.02, 0.01, 0.01, seed=8)
     rel = st.judge_reliability(obs)
     obs["answer"] = obs["item_id"] + "/" + obs["model_replicate"].astype(str)
@@ -187,7 +190,7 @@ def test_icc_matches_pingouin():
 
 
 def test_alpha_matches_the_krippendorff_package():
-    krippendorff = pytest.importorskip("krippendorff")
+    krippendorff = importlib.import_module("krippendorff")
     obs, _ = nested(80, 0.02, 0.01, 0.01, seed=9)
     wide = obs.pivot_table(index=["item_id", "model_replicate"], columns="judge_replicate", values="score")
     expected = krippendorff.alpha(reliability_data=wide.to_numpy().T, level_of_measurement="interval")
@@ -195,7 +198,7 @@ def test_alpha_matches_the_krippendorff_package():
 
 
 def test_alpha_with_uneven_judgements_matches_the_krippendorff_package():
-    krippendorff = pytest.importorskip("krippendorff")
+    krippendorff = importlib.import_module("krippendorff")
     obs, _ = nested(40, 0.02, 0.01, 0.01, seed=10, judgements=3)
     rng = np.random.default_rng(0)
     obs = obs.drop(index=rng.choice(len(obs), 70, replace=False))  # answers with 3, 2, 1 or 0 judgements
@@ -389,7 +392,7 @@ def test_holm_by_hand():
     adjusted = st.holm([0.5, np.nan, 0.4])  # NaN is not a hypothesis: m = 2
     assert adjusted[0] == pytest.approx(0.8) and np.isnan(adjusted[1]) and adjusted[2] == pytest.approx(0.8)
     assert st.holm([0.6, 0.7]) == pytest.approx([1.0, 1.0])
-    multitest = pytest.importorskip("statsmodels.stats.multitest")
+    multitest = importlib.import_module("statsmodels.stats.multitest")
     p = np.random.default_rng(0).uniform(0, 0.1, 8)
     assert st.holm(p) == pytest.approx(multitest.multipletests(p, method="holm")[1])
 
@@ -463,3 +466,12 @@ def test_identical_runs_and_a_constant_shift():
     row = st.paired_comparison(frame(rows), frame(shifted), None, {"x": 10}).iloc[0]
     assert row["diff"] == pytest.approx(1.0) and row["se"] == pytest.approx(0, abs=1e-12)
     assert row["corr"] == pytest.approx(1.0)
+
+
+def test_an_empty_run_gives_empty_or_undefined_results():
+    empty = gi_run(seed=1).iloc[:0]
+    table = st.category_intervals(empty, GI_WEIGHTS, GI_POINTS)
+    assert (table["n_items"] == 0).all() and (table["label"] == st.INCONCLUSIVE).all()
+    assert table["score"].isna().all() and st.suite_verdict(table) == st.INCONCLUSIVE
+    assert st.paired_comparison(empty, empty, GI_WEIGHTS, GI_POINTS)["p_value"].isna().all()
+    assert st.item_spread(empty).empty and st.variance_components(empty).n_items == 0
