@@ -65,6 +65,21 @@ async def one_run(url: str, suite, items, instances) -> tuple[float, float, int]
     return wall, cpu, requests
 
 
+async def transport_floor(url: str, requests: int) -> float:
+    """The same number of requests through httpx alone at the same concurrency: what no harness can beat."""
+    limit = asyncio.Semaphore(CONCURRENCY)
+    body = {"model": "floor", "messages": [{"role": "user", "content": "floor"}]}
+    async with httpx.AsyncClient(limits=httpx.Limits(max_connections=64)) as client:
+        async def one() -> None:
+            async with limit:
+                await client.post(f"{url}/chat/completions", json=body)
+
+        await asyncio.gather(*(one() for _ in range(CONCURRENCY)))  # open the connections first
+        started = time.perf_counter()
+        await asyncio.gather(*(one() for _ in range(requests)))
+        return time.perf_counter() - started
+
+
 def _cpu_s() -> float:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
@@ -94,7 +109,9 @@ def main() -> None:
     server.start()
     url = ready.get(timeout=120)
     try:
+        asyncio.run(one_run(url, suite, items, instances))  # warm-up: imports, TLS context, first connections
         runs = [asyncio.run(one_run(url, suite, items, instances)) for _ in range(args.repeats)]
+        floors = [asyncio.run(transport_floor(url, runs[0][2])) for _ in range(args.repeats)]
     finally:
         stop.set()
         server.join(timeout=10)
@@ -108,6 +125,8 @@ def main() -> None:
     print(f"wall time of the run phase     {wall:8.3f} s   (min {min(walls):.3f}, max {max(walls):.3f})")
     print(f"critical-path bound            {bound:8.3f} s   (chain {chain}, {calls} calls / {CONCURRENCY})")
     print(f"ratio wall / bound             {wall / bound:8.3f}     (target <= 1.25)")
+    floor = statistics.median(floors)
+    print(f"transport floor (httpx only)   {floor:8.3f} s   (ratio {floor / bound:.3f}: loopback server + client)")
     print(f"harness CPU per request        {statistics.median(cpu_per_request):8.3f} ms  (target <= 5 ms; "
           f"includes scoring, sandbox runs are child processes)")
 

@@ -11,7 +11,10 @@ import asyncio
 import concurrent.futures
 import hashlib
 import html
+import json
 import math
+import os
+import tempfile
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -388,7 +391,8 @@ def edited_rubric(rubric: Rubric, edits: Mapping[str, Mapping]) -> Rubric:
     except ValidationError as error:
         first = error.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
-        raise ConfigError(f"rubric: {where + ': ' if where else ''}{first['msg']}") from None
+        message = first["msg"].removeprefix("Value error, ")
+        raise ConfigError(f"rubric: {where + ': ' if where else ''}{message}") from None
 
 
 def with_rubric(item: ItemSpec, rubric: Rubric) -> ItemSpec:
@@ -453,17 +457,18 @@ def save_rubric(suite: Suite, item_id: str, rubric: Rubric) -> Path:
             levels.extend(criterion.levels)
             entry["levels"] = levels.multiline(True)
     text = tomlkit.dumps(document)
+    with tempfile.TemporaryDirectory() as scratch:
+        check = Path(scratch) / path.name  # read_item wants the file named after the item
+        check.write_text(text, encoding="utf-8")
+        try:
+            saved = read_item(check)
+        except ConfigError as error:
+            raise ConfigError(f"{path}: the edited item does not validate: {error}") from None
+    if saved.rubric != rubric:
+        raise ConfigError(f"{path}: the saved rubric would differ from the edited one")
     temporary = path.with_suffix(".toml.tmp")
     temporary.write_text(text, encoding="utf-8")
-    try:
-        saved = read_item(temporary.rename(temporary.with_name(path.name + ".check.toml")) if False else temporary)
-    except ConfigError as error:
-        temporary.unlink()
-        raise ConfigError(f"{path}: the edited item does not validate: {error}") from None
-    if saved.rubric != rubric:
-        temporary.unlink()
-        raise ConfigError(f"{path}: the saved rubric would differ from the edited one")
-    temporary.replace(path)
+    os.replace(temporary, path)
     return path
 
 
@@ -493,7 +498,7 @@ def rescore(frame: pd.DataFrame, item: ItemSpec, rubric: Rubric) -> pd.DataFrame
     rows = frame[frame["item_id"] == item.id].sort_values(["model_replicate", "judge_replicate"])
     out = []
     for row in rows.itertuples():
-        levels = pd.io.json.ujson_loads(row.judge_levels) if isinstance(row.judge_levels, str) else row.judge_levels
+        levels = json.loads(row.judge_levels) if isinstance(row.judge_levels, str) else row.judge_levels
         new = score_verdict(rubric, levels) if levels and all(c.id in levels for c in rubric.criteria) \
             else float("nan")
         out.append({"model_replicate": row.model_replicate, "judge_replicate": row.judge_replicate,

@@ -226,8 +226,9 @@ class Runner:
     async def _cached_chat(self, provider: Provider, request: ChatRequest, role: str, replicate: int, item_id: str,
                            time_budget_s: float | None, retry: bool = True,
                            salt: str = "") -> tuple[ModelReply, int, Counter]:
-        key = cache_key(provider.ref, request, role, replicate, salt)
-        cached = self.settings.cache.get(key)
+        cache = self.settings.cache
+        key = cache_key(provider.ref, request, role, replicate, salt) if cache.folder else ""
+        cached = cache.get(key) if key else None
         if cached is not None:
             return cached, 1, Counter()
         timeout = self.settings.policy.request_timeout_s or (time_budget_s or self.default_budget_s) + 30
@@ -240,8 +241,8 @@ class Runner:
             reply, attempts, retries = await with_retries(once, self.settings.policy, item_id, role, self._count_retry)
         else:
             reply, attempts, retries = await once(), 1, Counter()
-        if reply.outcome != "time_budget":
-            self.settings.cache.put(key, reply)
+        if key and reply.outcome != "time_budget":
+            cache.put(key, reply)
         return reply, attempts, retries
 
     def _count_retry(self, kind: str) -> None:

@@ -1,0 +1,158 @@
+import marimo
+
+__generated_with = "0.25.2"
+app = marimo.App(width="medium", app_title="ESAC run")
+
+with app.setup:
+    from pathlib import Path
+
+    import altair as alt
+    import marimo as mo
+
+    from esac_kit import explore
+    from esac_kit.charts import category_chart
+    from esac_kit.errors import EsacError
+    from esac_kit.report import format_report
+
+    alt.data_transformers.disable_max_rows()
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    # Run ESAC
+
+    Choose the suite, the pool, the model, the judge and the concurrency, then press **Run**.
+    Progress is live; the results table and the category chart fill in as observations land.
+    To continue a killed or aborted run, pick it under *resume*. Every run writes its folder under
+    `reports/` exactly as `esac run` does. Defaults come from the command line, e.g.
+    `marimo edit notebooks/run.py -- --model openai:my-model@http://127.0.0.1:8000/v1 --judge local`.
+    """)
+    return
+
+
+@app.cell
+def _():
+    args = explore.notebook_args()
+    return (args,)
+
+
+@app.cell
+def _(args):
+    reports_dir = Path(str(args.get("reports", "reports")))
+    suite_choice = mo.ui.dropdown(explore.suite_ids(), value=str(args.get("suite", "gi")), label="suite")
+    pool_choice = mo.ui.dropdown(["public", "heldout", "custom"], value=str(args.get("pool", "public")),
+                                 label="pool")
+    seed = mo.ui.text(value=str(args.get("seed", "")), label="custom seed")
+    seed_file = mo.ui.text(value=str(args.get("heldout-seed-file", "")),
+                           label="held-out seed file (else $ESAC_HELDOUT_SEED)")
+    pack = mo.ui.text(value=str(args.get("pack", "")), label="item pack (held-out authored variants)")
+    model = mo.ui.text(value=str(args.get("model", "local")), label="model", full_width=True)
+    judge = mo.ui.text(value=str(args.get("judge", "")), full_width=True,
+                       label="judge (empty: the suite's pinned judge; local for the local model)")
+    concurrency = mo.ui.slider(1, 32, value=int(args.get("concurrency", 4)), label="concurrency", show_value=True)
+    use_cache = mo.ui.checkbox(value=not args.get("no-cache", False), label="use the response cache")
+    _runs = {explore.run_label(folder): str(folder) for folder in explore.find_runs(reports_dir)}
+    _wanted = str(args.get("resume", ""))
+    resume = mo.ui.dropdown({"(new run)": "", **_runs}, label="resume",
+                            value=next((k for k, v in _runs.items() if v == _wanted), "(new run)"))
+    return (concurrency, judge, model, pack, pool_choice, reports_dir, resume, seed, seed_file, suite_choice,
+            use_cache)
+
+
+@app.cell
+def _(suite_choice):
+    from esac_kit.suite import load_suite
+
+    only = mo.ui.multiselect([i.id for i in load_suite(suite_choice.value).items],
+                             label="only these items (a partial, unofficial run; empty: all)")
+    return (only,)
+
+
+@app.cell
+def _():
+    run_button = mo.ui.run_button(label="Run", kind="success")
+    return (run_button,)
+
+
+@app.cell
+def _(concurrency, judge, model, only, pack, pool_choice, resume, run_button, seed, seed_file, suite_choice,
+      use_cache):
+    mo.vstack([
+        mo.hstack([suite_choice, pool_choice, seed], justify="start"),
+        mo.hstack([seed_file, pack], justify="start"),
+        model, judge, mo.hstack([concurrency, use_cache], justify="start"), only,
+        mo.hstack([resume, run_button], justify="start"),
+    ])
+    return
+
+
+@app.function
+def live_view(plan, observations):
+    """Scores so far: headline, category chart and item table."""
+    report = explore.live_report(plan, observations)
+    if report is None:
+        return mo.md("Waiting for the first observation…")
+    return mo.vstack([
+        mo.md(f"**{report.total:.2f} / {report.max_total:g}** from {len(observations)} of {plan.planned} "
+              f"observations"),
+        category_chart(report),
+        explore.item_table(report),
+    ])
+
+
+@app.cell
+def _(concurrency, judge, model, only, pack, pool_choice, reports_dir, resume, run_button, seed, seed_file,
+      suite_choice, use_cache):
+    mo.stop(not run_button.value, mo.md("Set the run up and press **Run**."))
+    _seed_file = Path(seed_file.value) if seed_file.value.strip() else None
+    try:
+        if resume.value:
+            plan = explore.plan_resume(Path(resume.value), _seed_file)
+        else:
+            plan = explore.plan_new_run(
+                suite_choice.value, pool_choice.value, model.value, judge.value or None, concurrency.value,
+                seed=seed.value.strip() or None, seed_file=_seed_file,
+                pack=Path(pack.value) if pack.value.strip() else None, only=list(only.value) or None,
+                reports_dir=reports_dir)
+        problem = None
+    except EsacError as _error:
+        plan, problem = None, str(_error)
+    mo.stop(plan is None, mo.callout(mo.md(f"**Cannot start:** {problem}"), kind="danger"))
+    return (plan,)
+
+
+@app.cell
+def _(plan, use_cache):
+    handle = explore.start_run(plan, use_cache=use_cache.value)
+    _shown = -1
+    _title = f"{'resuming' if plan.resumed else 'run'} {plan.config.run_id}: {plan.config.model}"
+    with mo.status.progress_bar(total=plan.planned, title=_title, subtitle="starting", show_eta=False) as _bar:
+        _bar.update(increment=plan.done)
+        mo.output.append(mo.md("Waiting for the first observation…"))
+        _finished = False
+        while not _finished:
+            _finished = handle.wait(1.0)
+            _progress = handle.progress
+            _bar.update(increment=_progress.done - _bar.current, subtitle=_progress.text())
+            _observations = handle.observations()
+            if len(_observations) != _shown:
+                _shown = len(_observations)
+                mo.output.replace_at_index(live_view(plan, _observations), 1)
+    try:
+        report, failure = handle.result(), None
+    except EsacError as _error:
+        report, failure = None, _error
+    _notes = "\n".join(f"- {note}" for note in plan.config.notes)
+    if report is None:
+        _summary = mo.callout(mo.md(f"**The run stopped** (exit code {failure.exit_code}): {failure}\n\n"
+                                    f"The folder keeps every finished observation: resume it to continue."),
+                              kind="danger")
+    else:
+        _summary = mo.md(f"Done: artefacts in `{plan.folder}`\n\n{_notes}\n\n```\n{format_report(report)}\n```")
+    mo.output.replace(mo.vstack([_summary, live_view(plan, handle.observations())]))
+    return failure, handle, report
+
+
+if __name__ == "__main__":
+    app.run()
