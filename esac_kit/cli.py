@@ -123,7 +123,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    """Re-render a run folder's artefacts from its journal."""
+    """Re-render a run folder's artefacts from its journal; --html also exports the report notebook."""
     from esac_kit.artefacts import write_artefacts
     from esac_kit.journal import Journal
     from esac_kit.report import build_report, format_report
@@ -139,8 +139,35 @@ def cmd_report(args: argparse.Namespace) -> int:
     report = build_report(suite, config, journal.observations)
     written = write_artefacts(args.run, report, journal.observations)
     print(format_report(report))
+    if args.html:
+        written.append(export_html(args.run))
     print("artefacts: " + ", ".join(path.name for path in written))
     return 0
+
+
+REPORT_NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "report.py"
+
+
+def export_html(run: Path) -> Path:
+    """Run the report notebook headless on a run folder and save it as <run>/report.html (`marimo export html`)."""
+    import subprocess
+
+    if not REPORT_NOTEBOOK.is_file():
+        raise ConfigError(f"{REPORT_NOTEBOOK}: the report notebook is missing: --html needs the kit's source tree")
+    target = run / "report.html"
+    command = [sys.executable, "-m", "marimo", "export", "html", str(REPORT_NOTEBOOK), "-o", str(target), "--force",
+               "--", "--run", str(run.resolve())]
+    try:
+        # from the kit's root, so marimo reads [tool.marimo] in its pyproject.toml
+        done = subprocess.run(command, capture_output=True, text=True, timeout=600,
+                              cwd=REPORT_NOTEBOOK.parent.parent)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise EsacError(f"marimo export html failed: {error}") from None
+    if done.returncode != 0 or not target.is_file():
+        lines = [line.strip() for line in (done.stderr + done.stdout).splitlines() if line.strip()]
+        detail = next((line for line in reversed(lines) if "Error" in line), lines[-1] if lines else "no output")
+        raise EsacError(f"marimo export html exited {done.returncode} on {run}: {detail}")
+    return target
 
 
 def cmd_rubric_check(args: argparse.Namespace) -> int:
@@ -303,6 +330,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     report = commands.add_parser("report", parents=[common], help="re-render a run folder's report")
     report.add_argument("run", type=Path, help="run folder")
+    report.add_argument("--html", action="store_true",
+                        help="also export the report notebook as <run>/report.html (marimo export html)")
     report.set_defaults(handler=cmd_report)
     return parser
 

@@ -50,6 +50,11 @@ def as_list(value) -> list[str]:
     return [str(v) for v in value] if isinstance(value, list) else [str(value)]
 
 
+def arg_flag(args: Mapping, name: str) -> bool:
+    """A flag argument: `-- --no-cache` arrives as {'no-cache': ''}; 'false' or False turn it off."""
+    return name in args and args[name] not in (False, "false", "False", 0)
+
+
 def suite_ids(items_dir: Path | None = None) -> list[str]:
     """The suites of an items folder (folders holding a manifest.toml)."""
     folder = items_dir or default_items_dir()
@@ -286,7 +291,7 @@ def observation_html(grid: pd.DataFrame) -> str:
 
 
 def _int_or_dash(value) -> str:
-    return "-" if value is None or (isinstance(value, float) and math.isnan(value)) or pd.isna(value) else str(int(value))
+    return "-" if value is None or pd.isna(value) else str(int(value))
 
 
 def variance_table(frames: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
@@ -453,9 +458,9 @@ def save_rubric(suite: Suite, item_id: str, rubric: Rubric) -> Path:
         if float(entry["weight"]) != criterion.weight:
             entry["weight"] = criterion.weight
         if list(entry["levels"]) != criterion.levels:
-            levels = tomlkit.array()
-            levels.extend(criterion.levels)
-            entry["levels"] = levels.multiline(True)
+            # the files' layout: one level per line, indented by two spaces
+            lines = "".join(f"  {json.dumps(level, ensure_ascii=False)},\n" for level in criterion.levels)
+            entry["levels"] = tomlkit.parse(f"levels = [\n{lines}]\n")["levels"]
     text = tomlkit.dumps(document)
     with tempfile.TemporaryDirectory() as scratch:
         check = Path(scratch) / path.name  # read_item wants the file named after the item

@@ -364,6 +364,27 @@ class _Reader(threading.Thread):
 # ---------------------------------------------------------------- running
 
 
+def _group_alive(group: int) -> bool:
+    """True while a process of the group is still running (a SIGKILLed process takes a moment to die)."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == group and fields[0] not in ("Z", "X"):
+            return True
+    return False
+
+
+def _await_group_exit(group: int, deadline: float) -> None:
+    """Wait until the killed group is gone, so that the caller never goes on beside the model's processes."""
+    while _group_alive(group) and time.monotonic() < deadline:
+        time.sleep(0.005)
+
+
 def _wait_exited(pid: int, deadline: float) -> bool:
     """Wait until the child exits, leaving it a zombie so its pid (our group id) cannot be reused before killpg."""
     delay = 0.001
@@ -433,6 +454,7 @@ def _execute(code: str, entry: str | None, args_list: list[str], *, cpu_s: float
             except (ProcessLookupError, PermissionError):
                 pass
             returncode = child.wait()
+            _await_group_exit(child.pid, time.monotonic() + 2.0)
         elapsed = time.monotonic() - started
         for reader in readers:
             reader.join(timeout=5)

@@ -51,11 +51,11 @@ def _(args):
     judge = mo.ui.text(value=str(args.get("judge", "")), full_width=True,
                        label="judge (empty: the suite's pinned judge; local for the local model)")
     concurrency = mo.ui.slider(1, 32, value=int(args.get("concurrency", 4)), label="concurrency", show_value=True)
-    use_cache = mo.ui.checkbox(value=not args.get("no-cache", False), label="use the response cache")
-    _runs = {explore.run_label(folder): str(folder) for folder in explore.find_runs(reports_dir)}
-    _wanted = str(args.get("resume", ""))
+    use_cache = mo.ui.checkbox(value=not explore.arg_flag(args, "no-cache"), label="use the response cache")
+    _wanted = [Path(p) for p in explore.as_list(args.get("resume"))]
+    _runs = {explore.run_label(f): str(f) for f in [*_wanted, *explore.find_runs(reports_dir)]}
     resume = mo.ui.dropdown({"(new run)": "", **_runs}, label="resume",
-                            value=next((k for k, v in _runs.items() if v == _wanted), "(new run)"))
+                            value=explore.run_label(_wanted[0]) if _wanted else "(new run)")
     return (concurrency, judge, model, pack, pool_choice, reports_dir, resume, seed, seed_file, suite_choice,
             use_cache)
 
@@ -150,7 +150,7 @@ def _(plan, use_cache):
                               kind="danger")
     else:
         _summary = mo.md(f"Done: artefacts in `{plan.folder}`\n\n{_notes}\n\n```\n{format_report(report)}\n```")
-    mo.output.replace(mo.vstack([_summary, live_view(plan, handle.observations())]))
+    mo.vstack([_summary, live_view(plan, handle.observations())])
     return failure, handle, report
 
 

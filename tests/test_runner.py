@@ -87,11 +87,11 @@ def test_persistent_outage_exits_3_keeps_work_and_resume_matches(answers, clean_
     served = Counter()
     outage = {"on": True}
 
-    def outage_after_ten(body, attempt):
+    def outage_after_twenty(body, attempt):
         served["n"] += 1
-        return "503" if outage["on"] and served["n"] > 10 else None
+        return "503" if outage["on"] and served["n"] > 20 else None
 
-    with LoopbackServer(answers, fault=outage_after_ten) as server:
+    with LoopbackServer(answers, fault=outage_after_twenty) as server:
         code = esac_run("--model", f"openai:m@{server.url}", "--judge", f"openai:j@{server.url}",
                         "--reports", str(tmp_path), "--no-cache", "--concurrency", "1")
         assert code == 3
@@ -99,7 +99,8 @@ def test_persistent_outage_exits_3_keeps_work_and_resume_matches(answers, clean_
         assert "HTTP 503" in message and server.url in message and "item " in message
         folder = run_folder_of(tmp_path)
         kept = journal(folder)
-        assert 1 <= len(kept) <= 10 and not (folder / "report.json").exists()
+        # Judged answers go first, then single answers: 20 requests finish the first few single items.
+        assert 1 <= len(kept) <= 20 and not (folder / "report.json").exists()
         outage["on"] = False  # the outage ends; the same endpoint answers again
         assert esac_run("--resume", str(folder), "--no-cache") == 0
     assert scores_of(load_report(folder)) == scores_of(clean_run[1])

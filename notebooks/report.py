@@ -1,0 +1,133 @@
+import marimo
+
+__generated_with = "0.25.2"
+app = marimo.App(width="medium", app_title="ESAC report")
+
+with app.setup:
+    from pathlib import Path
+
+    import altair as alt
+    import marimo as mo
+
+    from esac_kit import explore
+    from esac_kit.charts import category_chart, item_chart
+    from esac_kit.compare import load_report
+
+    alt.data_transformers.disable_max_rows()
+
+
+@app.cell
+def _():
+    args = explore.notebook_args()
+    return (args,)
+
+
+@app.cell
+def _(args):
+    _given = explore.as_list(args.get("run"))
+    _found = explore.find_runs(Path(str(args.get("reports", "reports"))))
+    run = Path(_given[0]) if _given else next((f for f in _found if (f / "report.json").is_file()), None)
+    mo.stop(run is None, mo.callout(mo.md("No run folder: pass one, e.g. "
+                                          "`marimo run notebooks/report.py -- --run reports/gi-1.0/<model>/<run>`"),
+                                    kind="warn"))
+    report = load_report(run)
+    frame = explore.run_frame(run)
+    return frame, report, run
+
+
+@app.cell
+def _(report, run):
+    _verdict = "PASS" if report.passed else "FAIL"
+    _ci = report.total_ci_t
+    _ci_text = f"95 % CI {_ci[0]:.1f}–{_ci[1]:.1f}" if _ci else "no interval"
+    _judge = report.judge.name if report.judge else "no judge"
+    _status = ("official result" if report.official
+               else "**unofficial:** " + "; ".join(report.notes))
+    _reasons = "\n".join(f"- {reason}" for reason in report.reasons) or "- every category and the total reach 60 %"
+    mo.vstack([
+        mo.md(f"# {report.suite.upper()} {report.version} · {report.model.name}\n\n"
+              f"Run `{report.run_id}` · judge `{_judge}` · pool {report.pool} · folder `{run}`"),
+        mo.hstack([
+            mo.stat(f"{report.total:.1f} / {report.max_total:g}", label="total", caption=_ci_text, bordered=True),
+            mo.stat(_verdict, label="verdict", caption="every category and the total ≥ 60 % (amendment 001 §10)",
+                    bordered=True),
+        ], justify="start"),
+        mo.callout(mo.md(_status), kind="success" if report.official else "warn"),
+        mo.md(f"**Why {_verdict.lower()}:**\n\n{_reasons}"),
+    ])
+    return
+
+
+@app.cell
+def _(report):
+    mo.vstack([
+        mo.md("## Scores, the 60 % lines and the confidence intervals\n\n"
+              "`line_60` is 60 % of each maximum; `ci_t` is the t interval over items, `ci_boot` the item "
+              "bootstrap; `label` says whether the interval clears the line (PASS), misses it (FAIL) or "
+              "straddles it (INCONCLUSIVE)."),
+        explore.category_table(report).round(3),
+    ])
+    return
+
+
+@app.cell
+def _(report):
+    mo.vstack([mo.md("## Categories and items"), category_chart(report), item_chart(report)])
+    return
+
+
+@app.cell
+def _(report):
+    _efficiency = explore.efficiency_frame(report)
+    mo.vstack([
+        mo.md("## Efficiency"),
+        mo.callout(mo.md(f"Not an AG run: {report.suite.upper()} has no efficiency modifier "
+                         "(the AG suite is not built yet)."), kind="neutral")
+        if _efficiency is None else _efficiency,
+    ])
+    return
+
+
+@app.cell
+def _(frame, report):
+    _failures = explore.failures_frame(frame)
+    _outcomes = ", ".join(f"{k} {v}" for k, v in sorted(report.model_outcomes.items()))
+    _retries = ", ".join(f"{k} {v}" for k, v in sorted(report.retries.items())) or "none"
+    mo.vstack([
+        mo.md(f"## Failures and retries\n\nModel outcomes (one per answer): {_outcomes}. "
+              f"Retries of infrastructure failures: {_retries}. Tokens: "
+              + ", ".join(f"{k} {v}" for k, v in report.tokens.items()) + "."),
+        mo.md("Every observation was a plain answer on its first attempt.") if _failures.empty else _failures,
+    ])
+    return
+
+
+@app.cell
+def _(frame, report):
+    _table = explore.variance_table({report.run_id: frame})
+    _stability = explore.item_stability(frame)
+    _flagged = _stability[_stability["flag"] != "stable"]
+    _flagged_text = (", ".join(f"{r.item_id} ({r.flag})" for r in _flagged.itertuples())
+                     or "none")
+    mo.vstack([
+        mo.md("## Variance of the judge-graded items\n\n"
+              "Components of the nested design items › answers › judge calls, and the judge's reliability "
+              f"(ICC(1), ICC(1,k), Krippendorff's alpha). Items unstable across replicates (spread > 0.1): "
+              f"{_flagged_text}. Explore them with `marimo edit notebooks/variance.py -- --run RUN`."),
+        _table.drop(columns=["run"]).round(4),
+    ])
+    return
+
+
+@app.cell
+def _(report):
+    mo.vstack([
+        mo.md("## Provenance"),
+        explore.provenance_frame(report),
+        mo.md("\n".join(f"- {note}" for note in report.notes) or "No notes."),
+    ])
+    return
+
+
+if __name__ == "__main__":
+    app.run()

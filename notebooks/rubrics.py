@@ -1,0 +1,163 @@
+import marimo
+
+__generated_with = "0.25.2"
+app = marimo.App(width="medium", app_title="ESAC rubric workbench")
+
+with app.setup:
+    from pathlib import Path
+
+    import marimo as mo
+
+    from esac_kit import explore
+    from esac_kit.errors import EsacError
+    from esac_kit.suite import load_suite
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    # Rubric workbench
+
+    Pick a judge-graded item, edit its criteria and weights, and see what the edit does: the recorded
+    judge levels of a run are rescored at once; **Judge** runs the judge on the item's anchors (twice each,
+    as `esac rubric check`) and on the run's real responses, and tests the required orders. **Save** writes
+    the rubric back to the item file. A rubric change is a scoring change: it needs a major version bump
+    (amendment 001 §9).
+    """)
+    return
+
+
+@app.cell
+def _():
+    args = explore.notebook_args()
+    return (args,)
+
+
+@app.cell
+def _(args):
+    items_dir = Path(str(args["items"])) if args.get("items") else None
+    suite = load_suite(str(args.get("suite", "gi")), items_dir)
+    _judged = explore.judged_items(suite)
+    _wanted = str(args.get("item", ""))
+    item_choice = mo.ui.dropdown(_judged, value=_wanted if _wanted in _judged else _judged[0], label="item")
+    _given = [Path(p) for p in explore.as_list(args.get("run"))]
+    _found = explore.find_runs(Path(str(args.get("reports", "reports"))))
+    _runs = {explore.run_label(f): str(f) for f in [*_given, *_found]}
+    run_choice = mo.ui.dropdown({"(no run)": "", **_runs}, label="responses from run",
+                                value=explore.run_label(_given[0]) if _given else "(no run)")
+    _pin = suite.manifest.judge
+    judge = mo.ui.text(value=str(args.get("judge", _pin.model if _pin else "local")), full_width=True,
+                       label="judge (as for esac run --judge; local starts the embedded model)")
+    mo.hstack([item_choice, run_choice], justify="start")
+    return item_choice, judge, run_choice, suite
+
+
+@app.cell
+def _(item_choice, run_choice, suite):
+    item = suite.item(item_choice.value)
+    frame = None
+    if run_choice.value:
+        _all = explore.run_frame(Path(run_choice.value))
+        frame = _all[_all["item_id"] == item.id]
+        frame = frame if len(frame) else None
+    variant = explore.run_variant(item, frame) if frame is not None else item.variants[0]
+    form = mo.ui.dictionary({
+        c.id: mo.ui.dictionary({
+            "weight": mo.ui.number(start=0.1, stop=100, step=0.1, value=c.weight, label="weight"),
+            "description": mo.ui.text_area(value=c.description, rows=3, full_width=True, label="description"),
+            "levels": mo.ui.text_area(value="\n".join(c.levels), rows=len(c.levels) + 1, full_width=True,
+                                      label="levels, lowest first, one per line"),
+        }, label=f"**{c.id}**" + (" (gate)" if c.gate else "")
+           + (f" (verified in code: {c.verified_in_code})" if c.verified_in_code else ""))
+        for c in item.rubric.criteria
+    }).form(submit_button_label="Apply the edit", show_clear_button=True, clear_button_label="Reset")
+    mo.vstack([
+        mo.md(f"## {item.id}\n\n{item.title}. Variant `{variant.id}`"
+              + (" (the one the run answered)" if frame is not None else "") + ". Required orders: "
+              + ", ".join(f"`{r}`" for r in item.required_order)),
+        form,
+    ])
+    return form, frame, item, variant
+
+
+@app.cell
+def _(form, item, suite):
+    try:
+        rubric = explore.edited_rubric(item.rubric, form.value or {})
+        problem = None
+    except EsacError as _error:
+        rubric, problem = None, str(_error)
+    mo.stop(rubric is None, mo.callout(mo.md(f"**Invalid rubric:** {problem}"), kind="danger"))
+    bump = explore.rubric_bump(suite, item.id, rubric)
+    mo.vstack([
+        mo.md("### The rubric as edited"),
+        explore.criteria_frame(rubric).round(3),
+        mo.callout(mo.md(f"**Version rule (amendment 001 §9).** {bump.message()}"),
+                   kind="warn" if bump.edit_change else "neutral"),
+    ])
+    return bump, rubric
+
+
+@app.cell
+def _(frame, item, rubric):
+    mo.stop(frame is None, mo.md("Pick a run that answered this item to rescore its recorded judge levels."))
+    _moved = explore.rescore(frame, item, rubric)
+    mo.vstack([
+        mo.md("### The run's observations rescored from their recorded levels (no judge call)\n\n"
+              "Valid for weight changes; an edited description or level text needs the judge again."),
+        _moved.round(4),
+    ])
+    return
+
+
+@app.cell
+def _(judge):
+    judge_button = mo.ui.run_button(label="Judge anchors and the run's responses")
+    mo.hstack([judge, judge_button], justify="start")
+    return (judge_button,)
+
+
+@app.cell
+def _(frame, item, judge, judge_button, rubric, suite, variant):
+    mo.stop(not judge_button.value, mo.md("Press **Judge** to run the judge with the edited rubric."))
+    _responses, _recorded = {}, {}
+    if frame is not None:
+        for _replicate, _rows in frame.groupby("model_replicate"):
+            _responses[f"answer {_replicate}"] = str(_rows["response"].iloc[0])
+            _recorded[f"answer {_replicate}"] = float(_rows["score"].mean())
+    _pin = suite.manifest.judge
+    try:
+        with mo.status.spinner(title=f"judging with {judge.value}"):
+            workbench = explore.judge_workbench(item, variant, rubric, judge.value.strip(), _responses, _recorded,
+                                                temperature=_pin.temperature if _pin else 0.7,
+                                                max_tokens=_pin.max_tokens if _pin else 1024)
+        failure = None
+    except EsacError as _error:
+        workbench, failure = None, str(_error)
+    mo.stop(workbench is None, mo.callout(mo.md(f"**The judge failed:** {failure}"), kind="danger"))
+    mo.vstack([
+        mo.md(f"### Anchors: the required order {'holds' if workbench.check.holds else '**is VIOLATED**'}"),
+        mo.hstack([workbench.anchors().round(4), workbench.relations()], justify="start"),
+        mo.md("### The run's responses under the edited rubric (mean of two judge calls)"),
+        workbench.responses.round(4) if len(workbench.responses) else mo.md("No run picked."),
+    ])
+    return (workbench,)
+
+
+@app.cell
+def _():
+    save_button = mo.ui.run_button(label="Save the rubric to the item file", kind="warn")
+    save_button
+    return (save_button,)
+
+
+@app.cell
+def _(bump, item, rubric, save_button, suite):
+    mo.stop(not save_button.value, None)
+    saved = explore.save_rubric(suite, item.id, rubric)
+    mo.callout(mo.md(f"Saved `{saved}`. {bump.message()}"), kind="success")
+    return (saved,)
+
+
+if __name__ == "__main__":
+    app.run()

@@ -1,0 +1,107 @@
+import marimo
+
+__generated_with = "0.25.2"
+app = marimo.App(width="full", app_title="ESAC variance explorer")
+
+with app.setup:
+    from pathlib import Path
+
+    import altair as alt
+    import marimo as mo
+    import pandas as pd
+
+    from esac_kit import explore
+
+    alt.data_transformers.disable_max_rows()
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    # Variance explorer
+
+    Judge-graded items are answered twice and each answer is judged twice (amendment 001 §5). Open one or
+    several runs: see how much of the score variance comes from the items, from the model's answers and
+    from the judge, how reliable the judge is, and what other designs would buy (D-study). Select items in
+    the spread chart to read their four observations side by side.
+    """)
+    return
+
+
+@app.cell
+def _():
+    args = explore.notebook_args()
+    return (args,)
+
+
+@app.cell
+def _(args):
+    _given = [Path(p) for p in explore.as_list(args.get("run"))]
+    _found = explore.find_runs(Path(str(args.get("reports", "reports"))))
+    _options = {explore.run_label(f): str(f) for f in [*_given, *_found]}
+    _default = [explore.run_label(f) for f in _given] or list(_options)[:1]
+    runs = mo.ui.multiselect(_options, value=_default, label="runs", full_width=True)
+    judge_limit = mo.ui.slider(0.0, 0.5, step=0.01, value=float(args.get("judge-limit", 0.1)), show_value=True,
+                               label="flag: spread across judge replicates above")
+    model_limit = mo.ui.slider(0.0, 0.5, step=0.01, value=float(args.get("model-limit", 0.1)), show_value=True,
+                               label="flag: spread across model replicates above")
+    mo.vstack([runs, mo.hstack([judge_limit, model_limit], justify="start")])
+    return judge_limit, model_limit, runs
+
+
+@app.cell
+def _(runs):
+    mo.stop(not runs.value, mo.callout(mo.md("Pick at least one run folder (or pass `-- --run RUN`)."),
+                                       kind="warn"))
+    frames = {explore.run_label(Path(folder)): explore.run_frame(Path(folder)) for folder in runs.value}
+    return (frames,)
+
+
+@app.cell
+def _(frames):
+    mo.vstack([
+        mo.md("## Variance components and judge reliability\n\n"
+              "`var_*` are the method-of-moments components of the balanced nested ANOVA (items › answers › "
+              "judge calls), truncated at 0; `share_*` their shares. `icc1` is the reliability of one judge "
+              "call (with its 95 % interval), `icc1k` of the mean of the judge calls, `alpha` Krippendorff's "
+              "interval alpha."),
+        explore.variance_table(frames).round(4),
+        mo.md("## D-study: what other designs would buy"),
+        explore.d_study_chart(explore.d_study_frame(frames)),
+    ])
+    return
+
+
+@app.cell
+def _(frames, judge_limit, model_limit):
+    stability = pd.concat([explore.item_stability(frame, judge_limit.value, model_limit.value)
+                           for frame in frames.values()], ignore_index=True)
+    spread = mo.ui.altair_chart(explore.spread_chart(stability))
+    mo.vstack([
+        mo.md("## Items: spread across replicates\n\nSelect points (click, shift-click or drag) to drill "
+              "into them; with no selection, the flagged items are shown below."),
+        spread,
+        stability.round(4),
+    ])
+    return spread, stability
+
+
+@app.cell
+def _(frames, spread, stability):
+    _chosen = spread.value
+    if len(_chosen) == 0:
+        _chosen = stability[stability["flag"] != "stable"]
+    _by_run = {str(frame["run_id"].iloc[0]): frame for frame in frames.values()}
+    _sections = {}
+    for _row in _chosen.drop_duplicates(["run_id", "item_id"]).head(12).itertuples():
+        _grid = explore.observation_grid(_by_run[_row.run_id], _row.item_id)
+        _sections[f"{_row.item_id} · {_row.run_id} · {_row.flag}"] = mo.Html(explore.observation_html(_grid))
+    mo.vstack([
+        mo.md(f"## Observations ({len(_sections)} item(s))"),
+        mo.accordion(_sections, multiple=True) if _sections else mo.md("No item selected and none flagged."),
+    ])
+    return
+
+
+if __name__ == "__main__":
+    app.run()
