@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -59,7 +60,8 @@ def embedded_server(threads: int | None = None) -> Iterator[str]:
                "--n_threads", str(threads or default_threads()), "--model_alias", "SmolLM2-135M-Instruct",
                "--verbose", "False"]
     log = tempfile.TemporaryFile()
-    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                               preexec_fn=_die_with_parent)
     base_url = f"http://127.0.0.1:{port}/v1"
     try:
         _wait_healthy(process, base_url, log)
@@ -72,6 +74,16 @@ def embedded_server(threads: int | None = None) -> Iterator[str]:
             process.kill()
             process.wait()
         log.close()
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to end the server when the kit's process dies, even by SIGKILL, so no model server is orphaned."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass  # not Linux: the context manager still stops the server on any normal exit
 
 
 def _wait_healthy(process: subprocess.Popen, base_url: str, log) -> None:

@@ -25,7 +25,7 @@ from esac_kit.pools import Pool, commitment_matches, heldout_pool, public_pool
 from esac_kit.providers import ModelRef, Provider, make_provider, parse_model
 from esac_kit.report import Report, build_report
 from esac_kit.runner import Progress, RetryPolicy, Runner, RunSettings, plan
-from esac_kit.suite import Suite, load_suite
+from esac_kit.suite import Suite
 
 
 

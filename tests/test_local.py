@@ -56,3 +56,27 @@ def test_local_accepts_tool_definitions(local_url):
                                         max_tokens=48, temperature=0.0, tools=tools))
     assert reply.finish_reason in ("stop", "length", "tool_calls")
     assert all(call.name == "submit" for call in reply.tool_calls)
+
+
+def test_the_server_dies_with_the_kit_even_on_sigkill():
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    code = ("import time\nfrom esac_kit.local import embedded_server\n"
+            "with embedded_server() as url:\n    print(url, flush=True)\n    time.sleep(120)\n")
+    parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    url = parent.stdout.readline().strip()
+    assert httpx.get(f"{url}/models", timeout=5).status_code == 200
+    parent.send_signal(signal.SIGKILL)
+    parent.wait()
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        try:
+            httpx.get(f"{url}/models", timeout=1)
+        except httpx.HTTPError:
+            break
+        time.sleep(0.2)
+    else:
+        raise AssertionError(f"the embedded server at {url} outlived its parent")
