@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
 from pathlib import Path
 
 from esac_kit import __version__
@@ -336,8 +338,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _stop_on_sigterm(signum, frame) -> None:
+    # A terminated run unwinds like Ctrl-C: the journal is closed and the embedded server stopped.
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `esac` console script."""
+    on_main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _stop_on_sigterm) if on_main_thread else None
+    try:
+        return _dispatch(argv)
+    finally:
+        if on_main_thread:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _dispatch(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)
     if getattr(args, "command", None) == "run" and args.judge is None and args.model == "local":
         args.judge = "local"
@@ -349,7 +366,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"esac: error: {error}", file=sys.stderr)
         return error.exit_code
     except KeyboardInterrupt:
-        print("esac: interrupted", file=sys.stderr)
+        print("esac: interrupted; a run keeps its finished work: `esac run --resume RUN`", file=sys.stderr)
         return 130
 
 

@@ -390,6 +390,10 @@ def edited_rubric(rubric: Rubric, edits: Mapping[str, Mapping]) -> Rubric:
         if levels is not None:
             data["levels"] = [line.strip() for line in levels.splitlines() if line.strip()] \
                 if isinstance(levels, str) else list(levels)
+            if criterion.verified_in_code and len(data["levels"]) != len(criterion.levels):
+                raise ConfigError(f"rubric: criterion '{criterion.id}' is verified in code by "
+                                  f"'{criterion.verified_in_code}', whose check gives {len(criterion.levels)} "
+                                  f"levels: keep {len(criterion.levels)}")
         criteria.append(data)
     try:
         return Rubric.model_validate({"criteria": criteria})
@@ -497,15 +501,16 @@ def run_variant(item: ItemSpec, frame: pd.DataFrame, pack: Path | None = None, s
 
 def rescore(frame: pd.DataFrame, item: ItemSpec, rubric: Rubric) -> pd.DataFrame:
     """The run's observations of an item rescored under another rubric from the levels already recorded (no
-    judge call): valid for weight changes; criteria whose descriptions changed need the judge again."""
+    judge call): valid for weight changes; criteria whose descriptions or level counts changed need the judge
+    again (a recorded level outside a criterion's new scale gives NaN)."""
     from esac_kit.scoring import score_verdict
 
     rows = frame[frame["item_id"] == item.id].sort_values(["model_replicate", "judge_replicate"])
     out = []
     for row in rows.itertuples():
         levels = json.loads(row.judge_levels) if isinstance(row.judge_levels, str) else row.judge_levels
-        new = score_verdict(rubric, levels) if levels and all(c.id in levels for c in rubric.criteria) \
-            else float("nan")
+        usable = bool(levels) and all(0 <= levels.get(c.id, -1) < len(c.levels) for c in rubric.criteria)
+        new = score_verdict(rubric, levels) if usable else float("nan")  # NaN: a new criterion or level scale
         out.append({"model_replicate": row.model_replicate, "judge_replicate": row.judge_replicate,
                     "recorded": row.score, "edited": new, "delta": new - row.score})
     return pd.DataFrame(out, columns=["model_replicate", "judge_replicate", "recorded", "edited", "delta"])

@@ -60,7 +60,12 @@ def _(item_choice, run_choice, suite):
         _all = explore.run_frame(Path(run_choice.value))
         frame = _all[_all["item_id"] == item.id]
         frame = frame if len(frame) else None
-    variant = explore.run_variant(item, frame) if frame is not None else item.variants[0]
+    variant, _note = item.variants[0], ""
+    if frame is not None:
+        try:
+            variant, _note = explore.run_variant(item, frame), " (the one the run answered)"
+        except EsacError as _error:  # a held-out variant from a private pack: the run's responses cannot be used
+            frame, _note = None, f" (the run's responses are not used: {_error})"
     form = mo.ui.dictionary({
         c.id: mo.ui.dictionary({
             "weight": mo.ui.number(start=0.1, stop=100, step=0.1, value=c.weight, label="weight"),
@@ -72,8 +77,7 @@ def _(item_choice, run_choice, suite):
         for c in item.rubric.criteria
     }).form(submit_button_label="Apply the edit", show_clear_button=True, clear_button_label="Reset")
     mo.vstack([
-        mo.md(f"## {item.id}\n\n{item.title}. Variant `{variant.id}`"
-              + (" (the one the run answered)" if frame is not None else "") + ". Required orders: "
+        mo.md(f"## {item.id}\n\n{item.title}. Variant `{variant.id}`{_note}. Required orders: "
               + ", ".join(f"`{r}`" for r in item.required_order)),
         form,
     ])

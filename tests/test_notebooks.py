@@ -204,12 +204,16 @@ def test_rubric_edits_are_validated_rescored_and_saved_in_place(runs, tmp_path):
     item = suite.item(JUDGED)
     with pytest.raises(ConfigError, match="at least half"):
         explore.edited_rubric(item.rubric, {"answered": {"weight": 1.0}})
+    with pytest.raises(ConfigError, match="verified in code"):
+        explore.edited_rubric(item.rubric, {"word_range": {"levels": "out\nin"}})
     unchanged = explore.edited_rubric(item.rubric, {})
     assert explore.rubric_bump(suite, JUDGED, unchanged).edit_change is None
 
     rubric = explore.edited_rubric(item.rubric, {"fidelity": {"weight": 0.25, "levels": "no\nsome\nmost\nall"}})
     moved = explore.rescore(explore.run_frame(runs["noisy"]), item, rubric)
     assert len(moved) == 4 and moved["edited"].notna().all()
+    rescaled = explore.edited_rubric(item.rubric, {"fidelity": {"levels": "wrong\nright"}})
+    assert explore.rescore(explore.run_frame(runs["noisy"]), item, rescaled)["edited"].isna().any()
     path = explore.save_rubric(suite, JUDGED, rubric)
     before = (ROOT / "items" / "gi" / f"{JUDGED}.toml").read_text().splitlines()
     after = path.read_text().splitlines()
