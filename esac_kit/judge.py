@@ -59,7 +59,8 @@ def parse_verdict(text: str, rubric: Rubric, endpoint: str) -> Verdict:
     """Parse and validate a verdict; anything invalid is an evaluator failure, retried and never scored (§8)."""
     start, end = text.find("{"), text.rfind("}")
     try:
-        verdict = Verdict.model_validate(json.loads(text[start:end + 1]))
+        # strict=False: a raw newline inside the rationale string is a formatting slip, not an invalid verdict.
+        verdict = Verdict.model_validate(json.loads(text[start:end + 1], strict=False))
     except (ValueError, ValidationError):
         raise TransientFailure("invalid_verdict", endpoint, detail="verdict is not valid JSON") from None
     for criterion in judged_criteria(rubric):

@@ -205,14 +205,10 @@ class Runner:
                 raise ConfigError(f"item {item.id} is judge-graded but the run has no judge")
             request = judge_request(rubric, instance.prompt, reply.text, item.id, slot.judge_replicate,
                                     self.settings.judge_temperature, self.settings.judge_max_tokens)
-
-            async def judged_once():
-                answer, _, _ = await self._cached_chat(judge, request, "judge", slot.judge_replicate, item.id, None,
-                                                       retry=False, salt=f"{slot.model_replicate}")
-                return answer, parse_verdict(answer.text, rubric, judge.endpoint)
-
-            (verdict_reply, verdict), judge_attempts, judge_retries = await with_retries(
-                judged_once, self.settings.policy, item.id, "judge", self._count_retry)
+            verdict_reply, judge_attempts, judge_retries = await self._cached_chat(
+                judge, request, "judge", slot.judge_replicate, item.id, None, salt=f"{slot.model_replicate}",
+                check=lambda answer: parse_verdict(answer.text, rubric, judge.endpoint))
+            verdict = parse_verdict(verdict_reply.text, rubric, judge.endpoint)
             attempts, retries = attempts + judge_attempts - 1, retries + judge_retries
             levels = observation_levels(rubric, verdict.levels, reply.text, facts)
             rationale = verdict.rationale
@@ -224,23 +220,25 @@ class Runner:
             "judge_tokens_out": verdict_reply.tokens_out if verdict_reply else 0})
 
     async def _cached_chat(self, provider: Provider, request: ChatRequest, role: str, replicate: int, item_id: str,
-                           time_budget_s: float | None, retry: bool = True,
-                           salt: str = "") -> tuple[ModelReply, int, Counter]:
+                           time_budget_s: float | None, salt: str = "",
+                           check: Callable[[ModelReply], object] | None = None) -> tuple[ModelReply, int, Counter]:
+        """One call through the cache and the retry policy; `check` rejects a reply (e.g. an invalid verdict)
+        before it is cached, so a retry asks again instead of rereading the bad reply."""
         cache = self.settings.cache
         key = cache_key(provider.ref, request, role, replicate, salt) if cache.folder else ""
         cached = cache.get(key) if key else None
-        if cached is not None:
+        if cached is not None and _passes(check, cached):
             return cached, 1, Counter()
         timeout = self.settings.policy.request_timeout_s or (time_budget_s or self.default_budget_s) + 30
 
         async def once() -> ModelReply:
             async with self._limit(provider):
-                return await provider.chat(request, timeout, time_budget_s)
+                reply = await provider.chat(request, timeout, time_budget_s)
+            if check is not None:
+                check(reply)
+            return reply
 
-        if retry:
-            reply, attempts, retries = await with_retries(once, self.settings.policy, item_id, role, self._count_retry)
-        else:
-            reply, attempts, retries = await once(), 1, Counter()
+        reply, attempts, retries = await with_retries(once, self.settings.policy, item_id, role, self._count_retry)
         if key and reply.outcome != "time_budget":
             cache.put(key, reply)
         return reply, attempts, retries
@@ -270,6 +268,17 @@ async def _score(instance: Instance, response: str):
     if isinstance(instance.key, CodeTestsKey):
         return await asyncio.to_thread(score_response, instance.key, response)
     return score_response(instance.key, response)
+
+
+def _passes(check: Callable[[ModelReply], object] | None, reply: ModelReply) -> bool:
+    """True when a cached reply passes the caller's check (an invalid entry counts as a miss)."""
+    if check is None:
+        return True
+    try:
+        check(reply)
+    except TransientFailure:
+        return False
+    return True
 
 
 def _jsonable(detail: dict) -> dict:

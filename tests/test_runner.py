@@ -215,3 +215,38 @@ def test_no_api_key_or_heldout_seed_reaches_any_file(tmp_path, monkeypatch, caps
         assert seed.encode() not in data and key.encode() not in data, path
     report = load_report(run_folder_of(tmp_path / "reports"))
     assert report["pool"].startswith("heldout (commitment sha256:") and report["total"] == pytest.approx(100)
+
+
+def test_an_invalid_verdict_is_never_cached_so_its_retry_asks_again(answers, tmp_path):
+    from runkit import verdict
+
+    attempts = Counter()
+
+    def first_verdicts_garbled(body):
+        if not is_judge_request(body):
+            return answers(body)
+        key = json.dumps(body, sort_keys=True)
+        attempts[key] += 1
+        return verdict(body, "unparseable" if attempts[key] == 1 else "top")
+
+    cache = tmp_path / "cache"
+    with LoopbackServer(first_verdicts_garbled) as server:
+        assert esac_run("--model", f"openai:m@{server.url}", "--judge", f"openai:j@{server.url}",
+                        "--reports", str(tmp_path / "a"), "--cache", str(cache)) == 0
+        first = server.requests
+        assert esac_run("--model", f"openai:m@{server.url}", "--judge", f"openai:j@{server.url}",
+                        "--reports", str(tmp_path / "b"), "--cache", str(cache)) == 0
+        assert server.requests == first  # the retried, valid verdicts are what the cache holds
+    report = load_report(run_folder_of(tmp_path / "a"))
+    # Both answers are the same reference text, so 2 distinct judge requests per item, each garbled once.
+    assert report["retries"] == {"invalid_verdict": 2 * JUDGED} and report["total"] == pytest.approx(100)
+
+
+def test_a_verdict_with_a_raw_newline_in_its_rationale_parses():
+    from esac_kit.judge import parse_verdict
+    from esac_kit.suite import load_suite
+
+    rubric = load_suite("gi").item("calibration-usage-check").rubric
+    levels = ", ".join(f'"{c.id}": 2' for c in rubric.criteria if c.verified_in_code is None)
+    verdict = parse_verdict('{"rationale": "line one\nline two", "levels": {' + levels + "}}", rubric, "judge")
+    assert verdict.rationale == "line one\nline two"
