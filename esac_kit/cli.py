@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import signal
 import sys
 import threading
@@ -35,9 +36,17 @@ def cmd_items(args: argparse.Namespace) -> int:
     print(f"{'category':14} {'name':32} {'points':>6} {'items':>5}  scoring")
     for category in m.categories:
         print(f"{category.id:14} {category.name:32} {category.points:6g} {category.items:5d}  {category.scoring}")
+    if m.efficiency_points:
+        print(f"{'efficiency':14} {'Efficiency modifier (not a category)':32} {m.efficiency_points:6g} {'':5}  "
+              f"3.5 x mean action level + 1.5 x mean token level over successful tasks (amendment 001 §1)")
     print(f"{'total':14} {'':32} {m.total_points:6g} {m.total_items:5d}")
-    print(f"{len(m.categories)} categories, {m.total_points:g} points, {len(suite.items)} items; "
-          f"pass: every category and the total at least {m.pass_fraction:.0%} (amendment 001 §10)")
+    if m.efficiency_points:
+        print(f"{len(m.categories)} categories, {m.capability_points:g} + {m.efficiency_points:g} points, "
+              f"{len(suite.items)} tasks; pass: every category and the {m.capability_points:g} capability points "
+              f"at least {m.pass_fraction:.0%}; the modifier has no threshold (amendment 001 §1, §10)")
+    else:
+        print(f"{len(m.categories)} categories, {m.total_points:g} points, {len(suite.items)} items; "
+              f"pass: every category and the total at least {m.pass_fraction:.0%} (amendment 001 §10)")
     if args.list:
         print()
         for item in suite.items:
@@ -54,6 +63,24 @@ def cmd_show(args: argparse.Namespace) -> int:
     print(f"# {item.id} ({item.category}, {item.scoring}) | {suite.manifest.name} {suite.manifest.version} | "
           f"pool {pool.label}")
     print(instance.prompt)
+    if item.scoring == "agentic":
+        from esac_kit.instances import build_task
+
+        task = build_task(suite, item, pool)
+        print("\n# tools")
+        for schema in task.describe()["tools"]:
+            function = schema["function"]
+            print(f"- {function['name']}({', '.join(function['parameters']['properties'])}): "
+                  f"{function['description']}")
+        if args.answer:
+            print("\n# checks")
+            for check in task.checks:
+                print(f"- {check.id}{' (guard)' if check.guard else ''}: {check.description}")
+            for name, script in task.scripts().items():
+                print(f"\n# {name} agent")
+                for call in script:
+                    print(f"  {call.name}({json.dumps(call.args, sort_keys=True)})")
+        return 0
     if args.answer:
         print("\n# key")
         print(instance.key.model_dump_json(indent=2))
@@ -68,6 +95,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
     suite = _suite(args)
     pool = _pool(args, suite)
+    if any(i.scoring == "agentic" for i in suite.items):
+        return _verify_agentic(suite, pool, args.seeds or 50)
+    args.seeds = args.seeds or 200
     print(f"verify {suite.manifest.name} {suite.manifest.version}, pool {pool.label}, {args.seeds} seeds per item",
           flush=True)
     results = verify_suite(suite, pool, args.seeds,
@@ -79,6 +109,22 @@ def cmd_verify(args: argparse.Namespace) -> int:
           f"judge-graded items are not parametrized (amendment 001 §4)")
     if failed:
         raise VerificationFailed(f"verify failed for {len(failed)} item(s): {', '.join(failed)}")
+    return 0
+
+
+def _verify_agentic(suite: Suite, pool: Pool, seeds: int) -> int:
+    """Drive every AG task's scripted agents through the episode loop over seeds; non-zero exit on any failure."""
+    from esac_kit.ag.verify import format_table, verify_ag
+
+    print(f"verify {suite.manifest.name} {suite.manifest.version}, pool {pool.label}, {seeds} seeds per task; "
+          f"reference, null, wasteful and unsafe agents over a loopback server (OpenAI and Anthropic protocols)",
+          flush=True)
+    results = verify_ag(suite, pool, seeds, progress=lambda text: print(f"  … {text}", file=sys.stderr, flush=True))
+    print(format_table(results))
+    failed = [r.item_id for r in results if not r.passed]
+    print(f"{len(results) - len(failed)}/{len(results)} tasks pass")
+    if failed:
+        raise VerificationFailed(f"verify failed for {len(failed)} task(s): {', '.join(failed)}")
     return 0
 
 
@@ -199,9 +245,9 @@ def cmd_rubric_check(args: argparse.Namespace) -> int:
     ref = parse_model(judge_name)
     policy = RetryPolicy(max_attempts=args.max_attempts, base_s=args.retry_base_s)
     print(f"rubric check: {len(pairs)} variant(s), judge {judge_name}, 2 judgements per anchor", flush=True)
-    with endpoints_for([judge_name]) as local_url:
+    with endpoints_for([judge_name]) as urls:
         checks = asyncio.run(check_items(
-            pairs, lambda client: make_provider(ref, client, local_url if ref.provider == "local" else None),
+            pairs, lambda client: make_provider(ref, client, urls.get(ref.provider)),
             pin.temperature if pin else 0.7, pin.max_tokens if pin else 1024, policy))
     print(format_checks(checks))
     violated = [f"{c.item_id} [{c.variant_id}]" for c in checks if not c.holds]
@@ -287,11 +333,12 @@ def build_parser() -> argparse.ArgumentParser:
     show.set_defaults(handler=cmd_show)
 
     verify = commands.add_parser("verify", parents=[common, pools], help="check every parametrized item")
-    verify.add_argument("--seeds", type=int, default=200, help="pool seeds per item (default: 200)")
+    verify.add_argument("--seeds", type=int, default=None, help="pool seeds per item (default: 200; 50 for ag)")
     verify.set_defaults(handler=cmd_verify)
 
     run = commands.add_parser("run", parents=[common, pools], help="run a model on a suite, or --resume a run")
-    run.add_argument("--model", default="local", help="local | openai:MODEL[@URL] | anthropic:MODEL[@URL]")
+    run.add_argument("--model", default="local", help="local | openai:MODEL[@URL] | anthropic:MODEL[@URL] | "
+                                                      "scripted:reference|wasteful|null|unsafe (ag only)")
     run.add_argument("--judge", default=None, help="judge model (default: the suite's pinned judge; "
                                                   "local when --model is local)")
     run.add_argument("--temperature", type=float, default=1.0, help="model sampling temperature (default 1.0)")

@@ -26,7 +26,7 @@ from pydantic import ValidationError
 
 from esac_kit.errors import ConfigError
 from esac_kit.journal import CONFIG_FILE, JOURNAL_FILE, Observation, observations_frame
-from esac_kit.report import Report
+from esac_kit.report import TaskEfficiency, Report
 from esac_kit.schemas import ItemSpec, Rubric, Variant
 from esac_kit.suite import Suite, default_items_dir, load_suite
 
@@ -578,9 +578,9 @@ async def _workbench(item: ItemSpec, variant: Variant, judge_name: str, response
     from esac_kit.scoring import score_verdict
 
     ref = parse_model(judge_name)
-    with endpoints_for([judge_name]) as local_url:
+    with endpoints_for([judge_name]) as urls:
         async with httpx.AsyncClient() as client:
-            judge = make_provider(ref, client, local_url if ref.provider == "local" else None)
+            judge = make_provider(ref, client, urls.get(ref.provider))
             check = await check_variant(item, variant, judge, temperature, max_tokens, policy)
 
             async def score(response: str, replicate: int) -> float:
@@ -623,15 +623,35 @@ def category_table(report: Report) -> pd.DataFrame:
                      "passed": c.passed, "ci_t_low": t_low, "ci_t_high": t_high, "ci_boot_low": b_low,
                      "ci_boot_high": b_high, "p_pass": c.p_pass, "label": c.label})
     (t_low, t_high), (b_low, b_high) = pair(report.total_ci_t), pair(report.total_ci_bootstrap)
+    if report.modifier is not None:  # AG: the pass line is on the capability points; the modifier has none
+        shift = report.modifier
+        rows.append({"category": "capability", "points": report.capability, "max": report.max_capability,
+                     "line_60": 0.6 * report.max_capability, "passed": report.passed,
+                     "ci_t_low": None if t_low is None else t_low - shift,
+                     "ci_t_high": None if t_high is None else t_high - shift,
+                     "ci_boot_low": None if b_low is None else b_low - shift,
+                     "ci_boot_high": None if b_high is None else b_high - shift, "p_pass": None, "label": None})
+        rows.append({"category": "efficiency modifier", "points": report.modifier, "max": report.max_modifier,
+                     "line_60": None, "passed": None, "ci_t_low": None, "ci_t_high": None, "ci_boot_low": None,
+                     "ci_boot_high": None, "p_pass": None, "label": None})
     rows.append({"category": "total", "points": report.total, "max": report.max_total,
-                 "line_60": 0.6 * report.max_total, "passed": report.passed, "ci_t_low": t_low,
+                 "line_60": None if report.modifier is not None else 0.6 * report.max_total,
+                 "passed": report.passed, "ci_t_low": t_low,
                  "ci_t_high": t_high, "ci_boot_low": b_low, "ci_boot_high": b_high, "p_pass": None, "label": None})
     return pd.DataFrame(rows)
 
 
 def efficiency_frame(report: Report) -> pd.DataFrame | None:
-    """The efficiency breakdown of an AG run; None for a GI run, which has none."""
-    return None if report.efficiency is None else pd.DataFrame(report.efficiency)
+    """The efficiency breakdown of an AG run, one row per task with the costly calls listed; None for GI."""
+    if report.efficiency is None:
+        return None
+    rows = []
+    for task in report.efficiency:
+        row = task.model_dump()
+        for column in ("redundant_calls", "rework_calls", "invalid_calls"):
+            row[column] = "; ".join(row[column])
+        rows.append(row)
+    return pd.DataFrame(rows, columns=list(TaskEfficiency.model_fields))
 
 
 def failures_frame(frame: pd.DataFrame) -> pd.DataFrame:

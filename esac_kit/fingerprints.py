@@ -24,6 +24,8 @@ VERSIONS_FILE = "versions.toml"
 # The code that decides a score; generators are content, since they make instances and their keys together.
 SCORING_MODULES = ("esac_kit.scoring", "esac_kit.normalise", "esac_kit.constraints", "esac_kit.verifiable",
                    "esac_kit.judge", "esac_kit.sandbox")
+# ESAC-AG adds the episode's bookkeeping, the loop and the environment base: they decide checks and efficiency.
+AGENTIC_SCORING_MODULES = ("esac_kit.ag.episode", "esac_kit.ag.loop", "esac_kit.ag.env")
 
 
 def code_digest(module_name: str) -> str:
@@ -74,8 +76,10 @@ def compute(suite: Suite) -> Fingerprints:
         "generator_code": {name: code_digest(name) for name in generators},
         "public_seed": m.public_seed,
     }
+    agentic = any(i.scoring == "agentic" for i in suite.items)
+    modules = SCORING_MODULES + (AGENTIC_SCORING_MODULES if agentic else ())
     scoring = {
-        "code": {name: code_digest(name) for name in SCORING_MODULES},
+        "code": {name: code_digest(name) for name in modules},
         "categories": [c.model_dump() for c in m.categories],
         "totals": [m.total_points, m.total_items, m.pass_fraction],
         "budgets": [m.output_budget_tokens, m.time_budget_s],
@@ -83,8 +87,11 @@ def compute(suite: Suite) -> Fingerprints:
         "items": [{"id": i.id, "scoring": i.scoring, "weight": i.weight, "budgets": [i.output_budget_tokens,
                                                                                      i.time_budget_s],
                    "rubric": i.rubric.model_dump() if i.rubric else None, "expected_depth": i.expected_depth}
+                  | ({"step_budget": i.step_budget, "efficiency": i.efficiency.model_dump()} if agentic else {})
                   for i in suite.items],
     }
+    if agentic:  # the modifier's points and the episode budget are scoring protocol too (amendment 001 §1, §9)
+        scoring["agentic"] = [m.efficiency_points, m.episode_token_budget]
     return Fingerprints(_digest(content), _digest(scoring))
 
 

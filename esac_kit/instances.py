@@ -7,7 +7,7 @@ from pathlib import Path
 from esac_kit.errors import ConfigError
 from esac_kit.pools import Pool
 from esac_kit.rng import ItemRng, derive_item_key
-from esac_kit.schemas import Generated, Instance, ItemSpec, JudgeKey
+from esac_kit.schemas import AgenticKey, Generated, Instance, ItemSpec, JudgeKey
 from esac_kit.suite import Suite, read_item, resolve_generator
 
 
@@ -19,7 +19,9 @@ def item_rng(suite: Suite, item: ItemSpec, pool: Pool) -> ItemRng:
 def generate(suite: Suite, item: ItemSpec, pool: Pool, pack: Path | None = None) -> Instance:
     """Make one instance; authored items in the held-out pool take their variants from the private pack."""
     rng = item_rng(suite, item, pool)
-    if item.parametrized:
+    if item.scoring == "agentic":
+        generated = _agentic(build_task(suite, item, pool))
+    elif item.parametrized:
         generated: Generated = resolve_generator(item.generator)(rng)
     else:
         source = pack_item(suite, item, pack) if pool.name == "heldout" else item
@@ -29,6 +31,21 @@ def generate(suite: Suite, item: ItemSpec, pool: Pool, pack: Path | None = None)
     return Instance(suite=suite.manifest.suite, version=suite.manifest.version, item_id=item.id,
                     category=item.category, pool=pool.name, prompt=generated.prompt, key=generated.key,
                     reference=generated.reference)
+
+
+def build_task(suite: Suite, item: ItemSpec, pool: Pool):
+    """An AG task instance (environment factory, checks, scripts) for this pool."""
+    return resolve_generator(item.generator)(item_rng(suite, item, pool))
+
+
+def _agentic(task) -> Generated:
+    """An AG task as an instance record: its prompt, its tools and checks, and the reference script."""
+    from esac_kit.ag.task import script_json
+
+    described = task.describe()
+    key = AgenticKey(tools=[t["function"]["name"] for t in described["tools"]],
+                     checks=[c.description for c in task.checks])
+    return Generated(prompt=task.prompt, key=key, reference=script_json(task.reference))
 
 
 def pack_item(suite: Suite, item: ItemSpec, pack: Path | None) -> ItemSpec:

@@ -157,14 +157,16 @@ class LoopbackServer:
         return Handler
 
 
-def _usage(body: dict[str, Any], text: str) -> tuple[int, int]:
-    prompt = json.dumps(body.get("messages", []))
-    return max(1, len(prompt) // 4), max(1, len(text) // 4) if text else 0
+def _usage(body: dict[str, Any], reply: dict[str, Any]) -> tuple[int, int]:
+    """Token counts at about four characters a token, over everything a real provider would count."""
+    prompt = json.dumps([body.get("system"), body.get("messages", []), body.get("tools")])
+    written = reply.get("text", "") + (json.dumps(reply["tool_calls"]) if reply.get("tool_calls") else "")
+    return max(1, len(prompt) // 4), max(1, len(written) // 4) if written else 0
 
 
 def _openai_body(body: dict[str, Any], reply: dict[str, Any]) -> dict[str, Any]:
     text = reply.get("text", "")
-    tokens_in, tokens_out = _usage(body, text)
+    tokens_in, tokens_out = _usage(body, reply)
     message: dict[str, Any] = {"role": "assistant", "content": text}
     finish = reply.get("finish_reason", "stop")
     if reply.get("tool_calls"):
@@ -179,7 +181,7 @@ def _openai_body(body: dict[str, Any], reply: dict[str, Any]) -> dict[str, Any]:
 
 def _anthropic_body(body: dict[str, Any], reply: dict[str, Any]) -> dict[str, Any]:
     text = reply.get("text", "")
-    tokens_in, tokens_out = _usage(body, text)
+    tokens_in, tokens_out = _usage(body, reply)
     content: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
     stop = {"stop": "end_turn", "length": "max_tokens"}.get(reply.get("finish_reason", "stop"), "end_turn")
     for n, call in enumerate(reply.get("tool_calls") or []):

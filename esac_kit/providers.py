@@ -31,15 +31,15 @@ _INABILITY = re.compile(r"^\W*(i('| a)m (not able|unable)|i can(no|')t|i cannot|
 class ModelRef:
     """A parsed model string: `openai:MODEL`, `anthropic:MODEL`, either with `@BASE_URL`, or `local`."""
 
-    provider: Literal["openai", "anthropic", "local"]
+    provider: Literal["openai", "anthropic", "local", "scripted"]
     model: str
     base_url: str | None = None
 
     @property
     def name(self) -> str:
         """The model string as written, without secrets (URLs carry none)."""
-        if self.provider == "local":
-            return "local"
+        if self.provider in ("local", "scripted"):
+            return "local" if self.provider == "local" else f"scripted:{self.model}"
         return f"{self.provider}:{self.model}" + (f"@{self.base_url}" if self.base_url else "")
 
     @property
@@ -52,6 +52,13 @@ def parse_model(text: str) -> ModelRef:
     """Parse a model string or raise a ConfigError that shows the accepted forms."""
     if text == "local":
         return ModelRef("local", "SmolLM2-135M-Instruct")
+    if text.startswith("scripted:"):  # ESAC-AG's scripted agents, served by a loopback server
+        from esac_kit.ag.policies import POLICIES
+
+        policy = text.partition(":")[2]
+        if policy not in POLICIES:
+            raise ConfigError(f"unknown scripted agent '{policy}': use one of {', '.join(POLICIES)}")
+        return ModelRef("scripted", policy)
     provider, sep, rest = text.partition(":")
     if not sep or provider not in KEY_ENV or not rest:
         raise ConfigError(f"unknown model '{text}': use local, openai:MODEL, anthropic:MODEL, or add @BASE_URL")
@@ -148,7 +155,7 @@ class Provider:
         self.base_url = (base_url or ref.base_url or DEFAULT_URL.get(ref.provider, "")).rstrip("/")
         env = KEY_ENV.get(ref.provider)
         self._api_key = api_key if api_key is not None else (os.environ.get(env, "") if env else "")
-        if not self._api_key and ref.base_url is None and ref.provider != "local":
+        if not self._api_key and ref.base_url is None and ref.provider in KEY_ENV:
             raise ConfigError(f"{ref.name} needs an API key: set {env}")
 
     @property
@@ -181,6 +188,10 @@ class Provider:
 
     async def chat(self, request: ChatRequest, timeout_s: float, time_budget_s: float | None = None) -> ModelReply:
         """Send one request and return the model's reply, or raise TransientFailure / ConfigError."""
+        raise NotImplementedError
+
+    def tool_turn(self, reply: ModelReply, results: list[tuple[ToolCall, str, bool]]) -> list[dict[str, Any]]:
+        """The messages that append an assistant turn with tool calls and their results to the conversation."""
         raise NotImplementedError
 
 
@@ -234,6 +245,12 @@ class OpenAIChat(Provider):
         except (KeyError, IndexError, TypeError, AttributeError) as error:
             raise TransientFailure("malformed_body", self.endpoint, detail=f"missing {error}") from None
 
+    def tool_turn(self, reply: ModelReply, results: list[tuple[ToolCall, str, bool]]) -> list[dict[str, Any]]:
+        calls = [{"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}
+                 for call, _, _ in results]
+        return [{"role": "assistant", "content": reply.text, "tool_calls": calls},
+                *({"role": "tool", "tool_call_id": call.id, "content": text} for call, text, _ in results)]
+
 
 class AnthropicMessages(Provider):
     """Anthropic Messages API, with native tool use."""
@@ -266,6 +283,23 @@ class AnthropicMessages(Provider):
                               latency, stop, calls)
         except (KeyError, TypeError, AttributeError) as error:
             raise TransientFailure("malformed_body", self.endpoint, detail=f"missing {error}") from None
+
+    def tool_turn(self, reply: ModelReply, results: list[tuple[ToolCall, str, bool]]) -> list[dict[str, Any]]:
+        content: list[dict[str, Any]] = [{"type": "text", "text": reply.text}] if reply.text else []
+        content += [{"type": "tool_use", "id": call.id, "name": call.name, "input": _input(call.arguments)}
+                    for call, _, _ in results]
+        outcomes = [{"type": "tool_result", "tool_use_id": call.id, "content": text, "is_error": error}
+                    for call, text, error in results]
+        return [{"role": "assistant", "content": content}, {"role": "user", "content": outcomes}]
+
+
+def _input(arguments: str) -> dict[str, Any]:
+    """A tool call's arguments as the object Anthropic echoes back (they arrived as one)."""
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 def _anthropic_tool(tool: dict[str, Any]) -> dict[str, Any]:

@@ -42,6 +42,26 @@ class CategoryScore(BaseModel):
     label: str | None = None
 
 
+class TaskEfficiency(BaseModel):
+    """One AG task's efficiency (amendment 001 §1): the harness's counts, the levels and which calls cost."""
+
+    item_id: str
+    success: bool
+    tool_calls: int
+    redundant: int
+    rework: int
+    invalid: int
+    tokens: int
+    effective_actions: float
+    action_level: int
+    token_level: int
+    a: float
+    t: float
+    redundant_calls: list[str]
+    rework_calls: list[str]
+    invalid_calls: list[str]
+
+
 class Party(BaseModel):
     """A model or judge as the run used it: its name and its sampling parameters."""
 
@@ -76,11 +96,15 @@ class Report(BaseModel):
     model_outcomes: dict[str, int]
     retries: dict[str, int]
     tokens: dict[str, int]
-    efficiency: list[dict] | None = None
+    capability: float | None = None  # ESAC-AG: the categories' points; total = capability + modifier
+    max_capability: float | None = None
+    modifier: float | None = None
+    max_modifier: float | None = None
+    efficiency: list[TaskEfficiency] | None = None
 
     def scores(self) -> dict:
         """The part of a report that must not depend on how the run was interrupted or retried."""
-        return {"total": self.total, "passed": self.passed, "reasons": self.reasons,
+        return {"total": self.total, "passed": self.passed, "reasons": self.reasons, "modifier": self.modifier,
                 "categories": [c.model_dump() for c in self.categories],
                 "items": [(i.item_id, i.score, i.observations) for i in self.items]}
 
@@ -104,8 +128,12 @@ def build_report(suite: Suite, config, observations: list[Observation]) -> Repor
                                observations=len(rows), outcomes=dict(Counter(answers.values())),
                                instance_sha256=rows[0].prompt_sha256))
         scores[spec.id], weights[spec.id], categories[spec.id] = score, spec.weight, spec.category
-    result = aggregate(suite.manifest, scores, weights, categories)
-    planned = len(plan([i for i in suite.items if not config.items or i.id in config.items]))
+    manifest = suite.manifest
+    # The pass rule reads the capability points only: the AG modifier is not a category (amendment 001 §1, §10).
+    result = aggregate(manifest.model_copy(update={"total_points": manifest.capability_points}), scores, weights,
+                       categories)
+    planned_items = [i for i in suite.items if not config.items or i.id in config.items]
+    planned = len(plan(planned_items))
     notes = list(config.notes)
     if len(ordered) < planned:
         notes.append(f"incomplete run: {len(ordered)} of {planned} observations; resume it to finish")
@@ -129,12 +157,50 @@ def build_report(suite: Suite, config, observations: list[Observation]) -> Repor
                                                    "max_tokens_cap": config.max_tokens_cap}),
         judge=judge, official=not notes, notes=notes, kit_version=__version__,
         created_at=config.created_at, rendered_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        total=round(result.total, 9), max_total=result.max_total, passed=result.passed, reasons=result.reasons,
+        total=round(result.total, 9), max_total=manifest.total_points, passed=result.passed, reasons=result.reasons,
         categories=[CategoryScore(id=c.id, points=round(c.points, 9), max_points=c.max_points, passed=c.passed)
                     for c in result.categories],
         items=items, model_outcomes=dict(Counter(o.outcome for o in answers.values())), retries=dict(retries),
         tokens=tokens)
+    if manifest.efficiency_points:
+        report = _with_efficiency(report, manifest.efficiency_points, planned_items, by_item)
     return add_uncertainty(report, suite, ordered)
+
+
+def _with_efficiency(report: Report, points: float, planned_items, by_item) -> Report:
+    """Add the efficiency breakdown and the modifier; a task not yet run counts as failed, so it never overstates."""
+    from esac_kit.ag.episode import Efficiency, modifier
+
+    breakdown, entries = [], []
+    for item in planned_items:
+        rows = by_item.get(item.id)
+        detail = rows[0].score_detail if rows else None
+        if not detail or "efficiency" not in detail:
+            entries.append(Efficiency(0, 1, 1, 0.0, 0.0))
+            continue
+        measured, counts, steps = detail["efficiency"], detail["counts"], detail["steps"]
+        entries.append(Efficiency(**measured))
+        breakdown.append(TaskEfficiency(
+            item_id=item.id, success=detail["success"], tool_calls=counts["tool_calls"], redundant=counts["redundant"],
+            rework=counts["rework"], invalid=counts["invalid"], tokens=counts["tokens"], **measured,
+            redundant_calls=[f"{_call(s)} repeats #{s['redundant_of']}" for s in steps if s["redundant_of"] is not None],
+            rework_calls=[f"{_call(s)} overwrites #{', #'.join(map(str, s['rework_of']))}" for s in steps
+                          if s["rework_of"]],
+            invalid_calls=[f"{_call(s)}: {s['result'][:120]}" for s in steps if s["status"] == "invalid"]))
+    value = round(modifier(entries, points), 9)
+    return report.model_copy(update={"capability": report.total, "max_capability": report.max_total - points,
+                                     "modifier": value, "max_modifier": points, "efficiency": breakdown,
+                                     "total": round(report.total + value, 9)})
+
+
+def _call(step: dict) -> str:
+    """A recorded call in one short line: #index tool(arguments)."""
+    import json
+
+    arguments = json.dumps(step["arguments"], sort_keys=True) if not isinstance(step["arguments"], str) \
+        else step["arguments"]
+    arguments = arguments if len(arguments) <= 80 else arguments[:77] + "..."
+    return f"#{step['index']} {step['tool']}({arguments})"
 
 
 def add_uncertainty(report: Report, suite: Suite, observations: list[Observation]) -> Report:
@@ -165,9 +231,15 @@ def add_uncertainty(report: Report, suite: Suite, observations: list[Observation
             "ci_t": bounds(row, "t_low", "t_high"), "ci_bootstrap": bounds(row, "boot_low", "boot_high"),
             "p_pass": _finite(row["p_pass"]), "label": row["label"]}))
     overall = intervals.loc[OVERALL]
+    shift = report.modifier or 0.0  # AG: the interval is the capability's, moved by the modifier taken as fixed
+
+    def total_bounds(low: str, high: str):
+        pair = bounds(overall, low, high)
+        return None if pair is None else (round(pair[0] + shift, 9), round(pair[1] + shift, 9))
+
     return report.model_copy(update={"items": items, "categories": categories,
-                                     "total_ci_t": bounds(overall, "t_low", "t_high"),
-                                     "total_ci_bootstrap": bounds(overall, "boot_low", "boot_high")})
+                                     "total_ci_t": total_bounds("t_low", "t_high"),
+                                     "total_ci_bootstrap": total_bounds("boot_low", "boot_high")})
 
 
 def _finite(value) -> float | None:
@@ -188,8 +260,17 @@ def format_report(report: Report) -> str:
         label = f"  {category.label}" if category.label else ""
         lines.append(f"  {category.id:14} {category.points:6.2f} / {category.max_points:g}  {mark}{interval}{label}")
     verdict = "PASS" if report.passed else "FAIL"
-    lines.append(f"  {'total':14} {report.total:6.2f} / {report.max_total:g}  {verdict}"
-                 + (f" ({'; '.join(report.reasons)})" if report.reasons else ""))
+    reasons = f" ({'; '.join(report.reasons)})" if report.reasons else ""
+    if report.modifier is not None:
+        lines.append(f"  {'capability':14} {report.capability:6.2f} / {report.max_capability:g}  {verdict}{reasons}")
+        lines.append(f"  {'efficiency':14} {report.modifier:6.2f} / {report.max_modifier:g}  (modifier, no threshold)")
+        lines.append(f"  {'total':14} {report.total:6.2f} / {report.max_total:g}")
+        for task in report.efficiency or []:
+            lines.append(f"    {task.item_id:34} {'ok  ' if task.success else 'FAIL'} calls {task.tool_calls:3d} "
+                         f"redundant {task.redundant} rework {task.rework} invalid {task.invalid} "
+                         f"tokens {task.tokens:7d}  action L{task.action_level} token L{task.token_level}")
+    else:
+        lines.append(f"  {'total':14} {report.total:6.2f} / {report.max_total:g}  {verdict}{reasons}")
     lines.append(f"  model outcomes: {report.model_outcomes}; retries: {report.retries or 'none'}; "
                  f"tokens: {report.tokens}")
     return "\n".join(lines)

@@ -129,8 +129,11 @@ class Runner:
     """Fills the plan's slots for one run, journalling each observation as it lands."""
 
     def __init__(self, settings: RunSettings, journal: Journal, items: dict[str, ItemSpec],
-                 instances: dict[str, Instance], default_budget_tokens: int, default_budget_s: float):
+                 instances: dict[str, Instance], default_budget_tokens: int, default_budget_s: float,
+                 tasks: dict | None = None, episode_token_budget: int | None = None):
         self.settings = settings
+        self.tasks = tasks or {}
+        self.episode_token_budget = episode_token_budget
         self.journal = journal
         self.items = items
         self.instances = instances
@@ -166,6 +169,11 @@ class Runner:
 
     async def _answer_and_score(self, item_id: str, replicate: int, slots: list[Slot]) -> None:
         item, instance = self.items[item_id], self.instances[item_id]
+        if item.scoring == "agentic":
+            self.journal.append(await self._agentic(item, slots[0]))
+            self.progress.done += 1
+            self._report()
+            return
         reply, attempts, retries = await self._model_reply(item, instance, replicate)
         for n, slot in enumerate(slots):
             if n:  # the answer's own attempts and retries are counted once, on its first observation
@@ -180,6 +188,34 @@ class Runner:
             self.journal.append(observation)
             self.progress.done += 1
             self._report()
+
+    async def _agentic(self, item: ItemSpec, slot: Slot) -> Observation:
+        """One episode of an AG task; an environment crash restarts it from scratch (amendment 001 §8)."""
+        from esac_kit.ag.loop import Budgets, run_episode
+
+        provider, calls = self.settings.model, {"attempts": 0, "retries": Counter()}
+        turn_tokens = item.output_budget_tokens or self.default_budget_tokens
+        if self.settings.max_tokens_cap:
+            turn_tokens = min(turn_tokens, self.settings.max_tokens_cap)
+        budgets = Budgets(steps=item.step_budget, tokens=self.episode_token_budget or 10**9,
+                          time_s=item.time_budget_s or self.default_budget_s, turn_tokens=turn_tokens)
+
+        async def chat(request: ChatRequest, turn: int, seconds_left: float) -> ModelReply:
+            reply, attempts, retries = await self._cached_chat(provider, request, "agent", slot.model_replicate,
+                                                               item.id, seconds_left, salt=f"turn{turn}")
+            calls["attempts"] += attempts - 1
+            calls["retries"].update(retries)
+            return reply
+
+        result, attempts, retries = await with_retries(
+            lambda: run_episode(self.tasks[item.id], item.id, item.efficiency, provider, chat, budgets,
+                                self.settings.temperature), self.settings.policy, item.id, "environment",
+            self._count_retry)
+        reply = ModelReply(result.answer, result.outcome, result.tokens_in, result.tokens_out,  # type: ignore[arg-type]
+                           result.latency_s)
+        observation = self._observation(item, slot, reply, attempts + calls["attempts"],
+                                        retries + calls["retries"], result.detail["score"], result.detail)
+        return observation
 
     async def _model_reply(self, item: ItemSpec, instance: Instance, replicate: int) -> tuple[ModelReply, int, Counter]:
         earlier = next((o for o in self.journal.observations

@@ -17,7 +17,7 @@ from esac_kit import __version__
 from esac_kit.artefacts import write_artefacts
 from esac_kit.cache import ResponseCache
 from esac_kit.errors import ConfigError
-from esac_kit.instances import generate
+from esac_kit.instances import build_task, generate
 from esac_kit.journal import CONFIG_FILE, Journal, write_json
 from esac_kit.judge import TEMPLATE_VERSION
 from esac_kit.local import MAX_OUTPUT_TOKENS, embedded_server
@@ -105,13 +105,24 @@ def pool_for(config: RunConfig, suite: Suite, seed_file: Path | None) -> Pool:
 
 
 @contextlib.contextmanager
-def endpoints_for(models: list[str | None]) -> Iterator[str | None]:
-    """Start the embedded server when any of the models is `local`, yield its URL, and stop it afterwards."""
-    if "local" in models:
-        with embedded_server() as url:
-            yield url
-    else:
-        yield None
+def endpoints_for(models: list[str | None], tasks: dict | None = None) -> Iterator[dict[str, str]]:
+    """Start what the models need (the embedded server for `local`, a loopback server for `scripted:` agents),
+    yield their base URLs by provider, and stop them afterwards."""
+    with contextlib.ExitStack() as stack:
+        urls = {}
+        if "local" in models:
+            urls["local"] = stack.enter_context(embedded_server())
+        scripted = [m for m in models if m and m.startswith("scripted:")]
+        if scripted:
+            from esac_kit.ag.policies import script_for, scripted_answer
+            from esac_kit.loopback import LoopbackServer
+
+            if not tasks:
+                raise ConfigError("scripted agents act only on ESAC-AG tasks: use --suite ag")
+            policy = parse_model(scripted[0]).model
+            scripts = {task.prompt: script_for(task, policy) for task in tasks.values()}
+            urls["scripted"] = stack.enter_context(LoopbackServer(scripted_answer(scripts))).url
+        yield urls
 
 
 def execute(folder: Path, config: RunConfig, suite: Suite, pool: Pool, policy: RetryPolicy,
@@ -120,6 +131,7 @@ def execute(folder: Path, config: RunConfig, suite: Suite, pool: Pool, policy: R
     items = [i for i in suite.items if not config.items or i.id in config.items]
     pack = Path(config.pack) if config.pack else None
     instances = {i.id: generate(suite, i, pool, pack) for i in items}  # a missing pack stops here, before any write
+    tasks = {i.id: build_task(suite, i, pool) for i in items if i.scoring == "agentic"}
     if suite.manifest.judge and suite.manifest.judge.template_version != TEMPLATE_VERSION:
         raise ConfigError(f"{suite.folder / 'manifest.toml'}: field 'judge.template_version': the kit's judge "
                           f"template is version {TEMPLATE_VERSION}")
@@ -127,9 +139,9 @@ def execute(folder: Path, config: RunConfig, suite: Suite, pool: Pool, policy: R
     write_json(folder / CONFIG_FILE, config.model_dump())
     journal = Journal(folder)
     try:
-        with endpoints_for([config.model, config.judge]) as local_url:
-            observations = asyncio.run(_drive(config, suite, items, instances, journal, policy, cache,
-                                              local_url, on_progress))
+        with endpoints_for([config.model, config.judge], tasks) as urls:
+            observations = asyncio.run(_drive(config, suite, items, instances, tasks, journal, policy, cache,
+                                              urls, on_progress))
     finally:
         journal.close()
     report = build_report(suite, config, observations)
@@ -137,14 +149,14 @@ def execute(folder: Path, config: RunConfig, suite: Suite, pool: Pool, policy: R
     return report
 
 
-async def _drive(config, suite, items, instances, journal, policy, cache, local_url, on_progress):
+async def _drive(config, suite, items, instances, tasks, journal, policy, cache, urls, on_progress):
     limits = httpx.Limits(max_connections=max(8, config.concurrency * 2))
     async with httpx.AsyncClient(limits=limits) as client:
         def provider(name: str | None) -> Provider | None:
             if name is None:
                 return None
             ref = parse_model(name)
-            return make_provider(ref, client, local_url if ref.provider == "local" else None)
+            return make_provider(ref, client, urls.get(ref.provider))
 
         settings = RunSettings(run_id=config.run_id, model=provider(config.model), judge=provider(config.judge),
                                temperature=config.temperature, judge_temperature=config.judge_temperature,
@@ -152,7 +164,8 @@ async def _drive(config, suite, items, instances, journal, policy, cache, local_
                                policy=policy, cache=cache, max_tokens_cap=config.max_tokens_cap,
                                on_progress=on_progress)
         runner = Runner(settings, journal, {i.id: i for i in items}, instances,
-                        suite.manifest.output_budget_tokens, suite.manifest.time_budget_s)
+                        suite.manifest.output_budget_tokens, suite.manifest.time_budget_s, tasks,
+                        suite.manifest.episode_token_budget)
         return await runner.run(plan(items))
 
 

@@ -96,7 +96,16 @@ class JudgeKey(Strict):
     facts: list[str] = []
 
 
-AnswerKey = Annotated[ExactKey | ConstraintsKey | HonestyKey | CodeTestsKey | JudgeKey, Field(discriminator="kind")]
+class AgenticKey(Strict):
+    """An AG task's key is its environment and checks, rebuilt from the seed; this records what they are."""
+
+    kind: Literal["agentic"] = "agentic"
+    tools: list[str]
+    checks: list[str]
+
+
+AnswerKey = Annotated[ExactKey | ConstraintsKey | HonestyKey | CodeTestsKey | JudgeKey | AgenticKey,
+                      Field(discriminator="kind")]
 
 
 class Generated(Strict):
@@ -173,7 +182,28 @@ class Variant(Strict):
 
 # ---------------------------------------------------------------- items and suites
 
-ScoringKind = Literal["exact", "constraints", "honesty", "code_tests", "judge"]
+ScoringKind = Literal["exact", "constraints", "honesty", "code_tests", "judge", "agentic"]
+
+
+class EfficiencyScale(Strict):
+    """An AG task's efficiency rubric, authored before any run (amendment 001 §1).
+
+    Each scale lists the largest figure that still earns levels 6, 5, 4, 3 and 2; anything above the last is 1.
+    Effective actions = tool calls + rework_penalty × (redundant + rework + invalid calls).
+    """
+
+    envelope: str = Field(min_length=20)
+    action_scale: list[int] = Field(min_length=5, max_length=5)
+    token_scale: list[int] = Field(min_length=5, max_length=5)
+    rework_penalty: float = Field(ge=0)
+
+    @model_validator(mode="after")
+    def _increasing(self) -> "EfficiencyScale":
+        for name in ("action_scale", "token_scale"):
+            values = getattr(self, name)
+            if values[0] <= 0 or any(b <= a for a, b in zip(values, values[1:])):
+                raise ValueError(f"{name} must be positive and strictly increasing (levels 6 down to 2)")
+        return self
 
 
 class ItemSpec(Strict):
@@ -192,9 +222,15 @@ class ItemSpec(Strict):
     rubric: Rubric | None = None
     variants: list[Variant] = []
     required_order: list[str] = []
+    step_budget: int | None = Field(default=None, gt=0)
+    efficiency: EfficiencyScale | None = None
 
     @model_validator(mode="after")
     def _kind_fields(self) -> "ItemSpec":
+        if (self.scoring == "agentic") != (self.efficiency is not None):
+            raise ValueError("an agentic task needs an efficiency scale, and only agentic tasks take one")
+        if self.scoring == "agentic" and self.step_budget is None:
+            raise ValueError("an agentic task needs a step_budget")
         if self.scoring == "judge":
             if self.rubric is None or not self.variants:
                 raise ValueError("a judge-graded item needs a rubric and at least one public variant")
@@ -242,7 +278,14 @@ class SuiteManifest(Strict):
     output_budget_tokens: int = Field(gt=0)
     time_budget_s: float = Field(gt=0)
     judge: JudgePin | None = None
+    efficiency_points: float = Field(default=0.0, ge=0)  # ESAC-AG: 5, outside the categories (amendment 001 §1)
+    episode_token_budget: int | None = Field(default=None, gt=0)
     categories: list[Category]
+
+    @property
+    def capability_points(self) -> float:
+        """The categories' total, against which the pass rule is applied (amendment 001 §10)."""
+        return self.total_points - self.efficiency_points
 
     @property
     def major(self) -> int:

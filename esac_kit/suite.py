@@ -109,9 +109,10 @@ def resolve_generator(reference: str) -> Callable:
 def _assert_figures(manifest: SuiteManifest, manifest_path: Path, items: list[ItemSpec], folder: Path) -> None:
     where = manifest_path
     category_points = sum(c.points for c in manifest.categories)
-    if abs(category_points - manifest.total_points) > 1e-9:
+    if abs(category_points + manifest.efficiency_points - manifest.total_points) > 1e-9:
+        modifier = f" plus the efficiency modifier {manifest.efficiency_points:g}" if manifest.efficiency_points else ""
         raise ConfigError(f"{where}: field 'total_points': {manifest.total_points:g} but the categories sum to "
-                          f"{category_points:g}")
+                          f"{category_points:g}{modifier}")
     declared_items = sum(c.items for c in manifest.categories)
     if declared_items != manifest.total_items:
         raise ConfigError(f"{where}: field 'total_items': {manifest.total_items} but the categories declare "

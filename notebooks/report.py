@@ -44,14 +44,18 @@ def _(report, run):
     _status = ("official result" if report.official
                else "**unofficial:** " + "; ".join(report.notes))
     _reasons = "\n".join(f"- {reason}" for reason in report.reasons) or "- every category and the total reach 60 %"
+    _stats = [mo.stat(f"{report.total:.1f} / {report.max_total:g}", label="total", caption=_ci_text, bordered=True)]
+    if report.modifier is not None:
+        _stats += [mo.stat(f"{report.capability:.1f} / {report.max_capability:g}", label="capability",
+                           caption="the pass line is 60 % of these points", bordered=True),
+                   mo.stat(f"{report.modifier:.2f} / {report.max_modifier:g}", label="efficiency modifier",
+                           caption="no threshold (amendment 001 §1)", bordered=True)]
+    _stats.append(mo.stat(_verdict, label="verdict", caption="every category and the capability total ≥ 60 % "
+                          "(amendment 001 §10)", bordered=True))
     mo.vstack([
         mo.md(f"# {report.suite.upper()} {report.version} · {report.model.name}\n\n"
               f"Run `{report.run_id}` · judge `{_judge}` · pool {report.pool} · folder `{run}`"),
-        mo.hstack([
-            mo.stat(f"{report.total:.1f} / {report.max_total:g}", label="total", caption=_ci_text, bordered=True),
-            mo.stat(_verdict, label="verdict", caption="every category and the total ≥ 60 % (amendment 001 §10)",
-                    bordered=True),
-        ], justify="start"),
+        mo.hstack(_stats, justify="start"),
         mo.callout(mo.md(_status), kind="success" if report.official else "warn"),
         mo.md(f"**Why {_verdict.lower()}:**\n\n{_reasons}"),
     ])
@@ -81,9 +85,13 @@ def _(report):
     _efficiency = explore.efficiency_frame(report)
     mo.vstack([
         mo.md("## Efficiency"),
-        mo.callout(mo.md(f"Not an AG run: {report.suite.upper()} has no efficiency modifier "
-                         "(the AG suite is not built yet)."), kind="neutral")
-        if _efficiency is None else _efficiency,
+        mo.callout(mo.md(f"Not an AG run: {report.suite.upper()} has no efficiency modifier."), kind="neutral")
+        if _efficiency is None else mo.vstack([
+            mo.md(f"Modifier **{report.modifier:.2f} / {report.max_modifier:g}** = 3.5 × mean(a) + 1.5 × mean(t) "
+                  "over the tasks, where a = (action level − 1)/5 and t = (token level − 1)/5 for a successful "
+                  "task and 0 for a failed one (amendment 001 §1). Effective actions = tool calls + the task's "
+                  "penalty × (redundant + rework + invalid calls); each task's scales are in its item file."),
+            _efficiency]),
     ])
     return
 

@@ -1,0 +1,1 @@
+"""ESAC-AG: agentic tasks in seeded mock environments driven through native tool calling (amendment 001 §1)."""
