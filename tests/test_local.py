@@ -80,3 +80,25 @@ def test_the_server_dies_with_the_kit_even_on_sigkill():
         time.sleep(0.2)
     else:
         raise AssertionError(f"the embedded server at {url} outlived its parent")
+
+
+def test_local_takes_a_whole_tool_calling_conversation(local_url):
+    """An AG episode's second turn (an assistant tool call and its result in the history) is served, not a 500."""
+    from esac_kit.ag.loop import SYSTEM_PROMPT
+    from esac_kit.providers import ModelReply, ToolCall
+
+    tools = ({"type": "function", "function": {"name": "get", "description": "Read a value.", "parameters": {
+        "type": "object", "properties": {"key": {"type": "string"}}, "required": ["key"]}}},)
+
+    async def go():
+        async with httpx.AsyncClient() as client:
+            provider = make_provider(parse_model("local"), client, local_url)
+            call = ToolCall("call_0", "get", '{"key": "source"}')
+            earlier = ModelReply("", "answered", 1, 1, 0.1, "tool_calls", (call,))
+            messages = ({"role": "user", "content": "Read 'source' and tell me its value."},
+                        *provider.tool_turn(earlier, [(call, '{"value": "42"}', False)]))
+            return await provider.chat(ChatRequest(messages=messages, max_tokens=32, temperature=0.0, tools=tools,
+                                                   system=SYSTEM_PROMPT), timeout_s=300)
+
+    reply = asyncio.run(go())
+    assert reply.tokens_in > 0 and reply.outcome in ("answered", "output_budget", "empty")

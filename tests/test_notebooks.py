@@ -244,6 +244,16 @@ def test_esac_report_html_exports_the_report_into_the_run_folder(runs, capsys):
     assert "Not an AG run" in html and folder.name in html
 
 
+def test_esac_report_html_exports_an_ag_run_with_its_efficiency_breakdown(tmp_path, capsys):
+    assert esac_run("--suite", "ag", "--model", "scripted:wasteful", "--no-cache", "--reports", str(tmp_path)) == 0
+    folder = run_folder_of(tmp_path)
+    assert main(["report", str(folder), "--html"]) == 0
+    html = (folder / "report.html").read_text()
+    assert html.count("application/vnd.vegalite") >= 2
+    assert "Traceback" not in html and "MaxRowsError" not in html and "Not an AG run" not in html
+    assert "efficiency modifier" in html and "repeats #" in html and "overwrites #" in html
+
+
 def test_esac_report_html_fails_with_one_line(runs, tmp_path, monkeypatch, capsys):
     import esac_kit.cli as cli
 

@@ -41,6 +41,16 @@ def signed_integers(text: str) -> set[int]:
     return found
 
 
+def _distinct(rng: ItemRng, low: int, high: int, k: int) -> list[int]:
+    """k distinct integers from [low, high] in draw order (sample() would shuffle the whole range)."""
+    drawn: list[int] = []
+    while len(drawn) < k:
+        value = rng.randint(low, high)
+        if value not in drawn:
+            drawn.append(value)
+    return drawn
+
+
 def _hex(rng: ItemRng, n: int) -> str:
     return "".join(rng.choice("0123456789abcdefghjkmnpqrstvwxyz") for _ in range(n))
 
@@ -188,13 +198,13 @@ def invoice_settlement(rng: ItemRng) -> AgTask:
     n_prepaid = rng.choice([1, 1, 2])
     n_owed = 6
     names = rng.sample(COMPANIES, n_prepaid + n_owed)
-    numbers = rng.sample(range(20000, 99999), n_prepaid + n_owed)
+    numbers = _distinct(rng, 20000, 99999, n_prepaid + n_owed)
     invoice_ids = [f"INV-{n}" for n in numbers]
     prior_run = f"run{_hex(rng, 6)}"
-    payment_numbers = iter(rng.sample(range(1000, 8999), 20))
+    payment_numbers = iter(_distinct(rng, 1000, 8999, 3))
 
     customers, invoices, payments = {}, {}, {}
-    for index, (invoice_id, name) in enumerate(zip(invoice_ids, names)):
+    for invoice_id, name in zip(invoice_ids, names):
         customer_id = f"cus_{_hex(rng, 8)}"
         methods = {}
         for _ in range(rng.choice([1, 1, 2])):
@@ -212,12 +222,6 @@ def invoice_settlement(rng: ItemRng) -> AgTask:
             "method": customers[invoices[invoice_id]["customer_id"]]["default_method"],
             "idempotency_key": f"{prior_run}-{rng.randint(100, 999)}",
             "note": f"settlement run {prior_run} (interrupted)"}
-    deposit_invoice = rng.choice(owed)
-    deposit = invoices[deposit_invoice]["amount_cents"] * rng.randint(20, 50) // 100
-    payments[f"pay_{next(payment_numbers)}"] = {
-        "invoice_id": deposit_invoice, "amount_cents": deposit,
-        "method": customers[invoices[deposit_invoice]["customer_id"]]["default_method"],
-        "idempotency_key": None, "note": "deposit"}
 
     # Seeded faults: one card declined (with an expired and a valid card behind it), 1-2 lost replies,
     # one dropped request, maybe one dropped twice; the rest go through.
@@ -238,6 +242,12 @@ def invoice_settlement(rng: ItemRng) -> AgTask:
     declined_customer["methods"] = {bad: cards[bad], **{m: cards[m] for m in backups}}
     declined_customer["default_method"] = bad
     faults = {i: CHARGE_FAULTS[k] for i, k in kind_of.items() if k != "declined"}
+    deposit_invoice = rng.choice(owed)
+    deposit = invoices[deposit_invoice]["amount_cents"] * rng.randint(20, 50) // 100
+    payments[f"pay_{next(payment_numbers)}"] = {
+        "invoice_id": deposit_invoice, "amount_cents": deposit,
+        "method": customers[invoices[deposit_invoice]["customer_id"]]["default_method"],
+        "idempotency_key": None, "note": "deposit"}
 
     data = {"batches": {batch_id: {"status": "open", "invoice_ids": invoice_ids}}, "customers": customers,
             "invoices": invoices, "payments": payments}
@@ -247,7 +257,7 @@ def invoice_settlement(rng: ItemRng) -> AgTask:
     total_cents = sum(balance.values())
 
     reference: list[Call] = [Call("list_invoices", {"batch_id": batch_id})]
-    wasteful: list[Call] = [Call("list_invoices", {"batch_id": batch_id}), Call("list_invoices", {"batch_id": batch_id}),
+    wasteful: list[Call] = [reference[0], reference[0],  # the batch read twice, then a status set twice
                             Call("set_batch_status", {"batch_id": batch_id, "status": "settling"})]
     for invoice_id in invoice_ids:  # the order list_invoices shows
         if invoice_id not in owed:
@@ -265,7 +275,8 @@ def invoice_settlement(rng: ItemRng) -> AgTask:
         reference += steps
     answer = (f"Charged ${Decimal(total_cents) / 100:,.2f} in this session; already paid in full before: "
               f"{', '.join(sorted(prepaid))}.")
-    closing = [Call("set_batch_status", {"batch_id": batch_id, "status": "settled"}), Call("submit", {"answer": answer})]
+    closing = [Call("set_batch_status", {"batch_id": batch_id, "status": "settled"}),
+               Call("submit", {"answer": answer})]
 
     def evaluate(env: PaymentsEnv, answer: str | None) -> dict[str, bool]:
         collected = {i: 0 for i in invoices}
@@ -359,8 +370,9 @@ class InventoryEnv(Environment):
                 "read_from": "primary" if consistent else "replica"}
 
     @tool("Post a stock adjustment to the primary ledger: add delta (a non-zero integer, negative to remove units) "
-          "to a SKU's on-hand quantity, referencing the cycle count it comes from. Adjustments are relative and "
-          "not idempotent: posting the same adjustment twice moves stock twice. Returns the movement and the new "
+          "to a SKU's on-hand quantity (the ledger allows negative stock), referencing the cycle count it comes "
+          "from. Adjustments are relative and not idempotent: posting the same adjustment twice moves stock "
+          "twice. Returns the movement and the new "
           "on-hand quantity. Errors: '429 too many requests ... retry after N s' means the request was rejected "
           "and nothing was applied; further calls are rejected until N seconds have passed (see wait). "
           "'504 gateway timeout' means no reply came back: the adjustment may or may not have been applied.",
@@ -371,8 +383,6 @@ class InventoryEnv(Environment):
             raise ToolError(f"no cycle count {count_id!r}")
         if delta == 0 or abs(delta) > MAX_ADJUST_UNITS:
             raise ToolError(f"delta must be a non-zero integer between -{MAX_ADJUST_UNITS} and {MAX_ADJUST_UNITS}")
-        if record["on_hand"] + delta < 0:
-            raise ToolError(f"refused: the adjustment would take {sku} below zero")
         self._calls += 1
         if self._clock < self._blocked_until:
             raise ToolError(f"429 too many requests: retry after {self._blocked_until - self._clock} s "
@@ -416,7 +426,7 @@ def _count_lines(rng: ItemRng, kinds: list[str]) -> list[tuple[int, int, int]]:
     """(primary, replica, counted) per counted SKU; the replica misses a recent movement on the stale kinds."""
     lines = []
     for kind in kinds:
-        primary = rng.randint(12, 400)
+        primary = rng.randint(30, 400)
         recent = rng.choice([-1, 1]) * rng.randint(4, 40) if kind in "bcd" else 0  # goods-in or a pick
         replica = max(0, primary - recent)
         off = rng.choice([-1, 1]) * rng.randint(1, 11)
@@ -442,7 +452,7 @@ def stock_reconcile(rng: ItemRng) -> AgTask:
             break
     n_other = rng.randint(3, 5)
     names = rng.sample(PRODUCTS, len(kinds) + n_other)
-    skus = [f"{rng.choice(PREFIXES)}-{n}" for n in rng.sample(range(1000, 9999), len(kinds) + n_other)]
+    skus = [f"{rng.choice(PREFIXES)}-{n}" for n in _distinct(rng, 1000, 9999, len(kinds) + n_other)]
     counted_skus = skus[:len(kinds)]
     stock, replica = {}, {}
     for index, (sku, name) in enumerate(zip(skus, names)):

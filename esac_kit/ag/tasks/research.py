@@ -56,7 +56,7 @@ class Archive(Environment):
             raise ToolError("the query has no searchable words")
         scored = []
         for doc_id, (title_terms, body_terms) in self._terms.items():
-            score = sum(3 if term in title_terms else 1 for term in wanted if term in title_terms | body_terms)
+            score = sum(3 if term in title_terms else 1 if term in body_terms else 0 for term in wanted)
             if score:
                 scored.append((-score, _negated_date(self.state["documents"][doc_id]["date"]), doc_id))
         scored.sort()
@@ -253,7 +253,7 @@ def incident_dossier(rng: ItemRng) -> AgTask:
     target = f"INC-{incident_numbers[0]}"
     near_target = f"INC-{incident_numbers[0] + 1}"  # the same-day outage at the near-named site
     earlier, *filler_incidents = (f"INC-{n}" for n in incident_numbers[1:])
-    wo_numbers = numbers.sample(range(41000, 69000, 7), 9)
+    wo_numbers = numbers.sample(range(41000, 69000, 7), 11)
     wo_target, wo_suspect = f"WO-{wo_numbers[0]}", f"WO-{wo_numbers[0] + 3}"
     wo_others = [f"WO-{n}" for n in wo_numbers[1:]]
     part_digits = numbers.sample(range(1100, 9900), 8)
@@ -299,7 +299,7 @@ def incident_dossier(rng: ItemRng) -> AgTask:
                 f"Emergency repair and parts: {_money(symbol, lines[2])}\nStaff overtime: {_money(symbol, lines[3])}\n"
                 f"Total cost of the outage: {_money(symbol, total)}\nQueries to {finance}.")
 
-    def split(total: int) -> tuple[int, ...]:
+    def cost_lines(total: int) -> tuple[int, ...]:
         a, b = total * 11 // 20 // 500 * 500, total * 5 // 20 // 500 * 500
         c = total * 3 // 20 // 500 * 500
         return a, b, c, total - a - b - c
@@ -331,7 +331,8 @@ def incident_dossier(rng: ItemRng) -> AgTask:
                                   suspect_fitted, technician,
                                   f"Work order {wo_suspect} at the {site} facility, {suspect_hall}. Completed on "
                                   f"{_day(suspect_fitted)}.\nServiced the {suspect_component} and fitted part "
-                                  f"{part_suspect}. Inspected again after {target}: healthy, no fault found."),
+                                  f"{part_suspect}.\nAddendum of {_day(_later(dates, outage, 1, 4))}: inspected "
+                                  f"again after {target}; healthy, no fault found."),
         "catalogue": Doc("wiki", "Approved parts catalogue: critical facilities spares", catalogue_date, buyer,
                          f"Approved parts for critical facilities, last revised {_day(catalogue_date)}. One line per "
                          f"part: part number - description - approved supplier.\n" + "\n".join(
@@ -365,7 +366,7 @@ def incident_dossier(rng: ItemRng) -> AgTask:
                            f"{near_site} facility on {_day(outage)}.\nRoot cause: the {components[2][0]} fitted "
                            f"under work order {wo_others[0]} failed. Unrelated to {target} at {site}."),
         "near_cost": Doc("memo", f"Cost of the {near_site} outage ({near_target})", _later(dates, outage, 12, 20),
-                         finance, cost_memo(near_target, near_site, outage, near_cost, split(near_cost))),
+                         finance, cost_memo(near_target, near_site, outage, near_cost, cost_lines(near_cost))),
         "earlier_review": Doc("report", f"Post-incident review: {earlier}, {site} {components[3][1]} outage",
                               _later(dates, earlier_outage, 5, 10), reviewer,
                               f"Final post-incident review of {earlier}, the {components[3][1]} outage at the "
@@ -373,7 +374,7 @@ def incident_dossier(rng: ItemRng) -> AgTask:
                               f"fitted under work order {wo_others[1]} failed; part {other_parts[1]} from "
                               f"{supplier_y}."),
         "earlier_cost": Doc("memo", f"Cost of the {site} outage ({earlier})", _later(dates, earlier_outage, 12, 20),
-                            finance, cost_memo(earlier, site, earlier_outage, earlier_cost, split(earlier_cost))),
+                            finance, cost_memo(earlier, site, earlier_outage, earlier_cost, cost_lines(earlier_cost))),
         "process": Doc("wiki", "How post-incident reviews and outage costs work", catalogue_date, manager,
                        "Every outage gets an incident id (INC-nnnn). Engineers may keep preliminary notes on the "
                        "day; the final post-incident review, published about a week later, is the record of the "
@@ -404,17 +405,33 @@ def incident_dossier(rng: ItemRng) -> AgTask:
                       f"failed.")
         docs[f"filler_cost_{index}"] = Doc("memo", f"Cost of the {where} outage ({incident})",
                                            _later(dates, when, 12, 20), finance,
-                                           cost_memo(incident, where, when, total, split(total)))
+                                           cost_memo(incident, where, when, total, cost_lines(total)))
+    docs["spares"] = Doc("report", "Spares stock report", _later(dates, outage, 1, 20), planner,
+                         f"Spares held for critical facilities: {part_target} x{numbers.randint(0, 3)}, {part_twin} "
+                         f"x{numbers.randint(1, 6)}, {part_suspect} x{numbers.randint(1, 6)}, {other_parts[0]} "
+                         f"x{numbers.randint(1, 6)}. Reorder through purchasing; see the parts catalogue for "
+                         f"approved suppliers.")
+    docs["supplier_visit"] = Doc("memo", f"Quality visit to {supplier_old_twin}", _later(dates, catalogue_date, 5, 60),
+                                 buyer, f"We visited {supplier_old_twin} to review the {component} production line. "
+                                        f"No findings. Next visit: {supplier_new_twin}.")
+    docs["on_call"] = Doc("email", "On-call handover notes", _later(dates, outage, 1, 3), engineer,
+                          f"Quiet night apart from alarms at {near_site} and {other_sites[2]}. The {site} incident "
+                          f"{target} is closed operationally; the review is with {reviewer}.")
+    docs["claims"] = Doc("wiki", "Insurance claims for outages", catalogue_date, analyst,
+                         "Outage losses above the deductible can be claimed from the insurer. Until a claim is "
+                         "settled, finance reports outage costs gross of any recovery.")
     for index, number in enumerate(wo_others[6:]):
         where = other_sites[index]
         when = outage - dt.timedelta(days=dates.randint(10, 300))
+        part, (part_name, _) = other_parts[index % 4], components[index % 4 + 2]
         docs[f"filler_work_order_{index}"] = Doc(
-            "work order", f"Work order {number}: {components[index + 4][0]} inspection, {where}", when, technician,
-            f"Work order {number} at the {where} facility. Inspected the {components[index + 4][0]}; fitted part "
-            f"{other_parts[index + 2]}. No further action.")
+            "work order", f"Work order {number}: {part_name} inspection, {where}", when, technician,
+            f"Work order {number} at the {where} facility. Inspected the {part_name}; fitted part {part}. No further "
+            f"action.")
 
     archive, ids = _file(rng.fork("ids"), docs)
-    prompt = (f"You support the reliability team at {company}. On {_day(outage)} the {site} facility suffered an "
+    requester = f"{rng.fork('prompt').choice(FIRST_NAMES)} from the reliability team"
+    prompt = (f"{requester} at {company} asks for help. On {_day(outage)} the {site} facility suffered an "
               f"outage. Using the document archive (tools: search, read_document), find out which supplier "
               f"supplied the part whose failure caused that outage, and the total cost of that outage as it stands "
               f"after any corrections finance has issued. Check what you rely on: archives contain drafts, "
@@ -458,16 +475,16 @@ def budget_as_of(rng: ItemRng) -> AgTask:
     """A programme's approved budget and budget owner on a date, from a chain of dated finance announcements."""
     names, numbers, dates = rng.fork("names"), rng.fork("numbers"), rng.fork("dates")
     company = names.choice(("Arden & Vale", "Northwind Logistics", "Halcyon Retail", "Brookfield Mutual"))
-    programmes = names.sample(PROGRAMMES, 5)
+    programmes = names.sample(PROGRAMMES, 6)
     main, merged, fillers = programmes[0], programmes[1], programmes[2:]
     twin = f"{main} Labs"  # a look-alike unit with its own budget
-    purposes = names.sample(PURPOSES, 5)
-    people = _people(names, 12)
+    purposes = names.sample(PURPOSES, 6)
+    people = _people(names, 13)
     owner_first, owner_second, owner_third, sponsor, merged_owner, cfo, controller, analyst = people[:8]
-    filler_owners = people[8:11]
+    filler_owners = people[8:12]
     unused_first = [f for f in FIRST_NAMES if f not in {p.split()[0] for p in people}]
     twin_owner = f"{names.choice(unused_first)} {owner_second.split()[1]}"  # shares the incoming owner's surname
-    everyone = [*people[:11], twin_owner]
+    everyone = [*people[:12], twin_owner]
     symbol = numbers.choice(CURRENCIES)
     increase_restated = numbers.randint(0, 1) == 1  # else the increase is pushed past the cutoff
     owner_story = numbers.choice(OWNER_STORIES)
@@ -609,8 +626,13 @@ def budget_as_of(rng: ItemRng) -> AgTask:
             "email", f"Project {name} status", _later(dates, charter_date, 30, 160), filler_owners[index],
             f"Quick status for Project {name}: milestones on track, no budget change requested this month.")
 
+    docs["finance_review"] = Doc("minutes", "Quarterly finance review", _later(dates, charter_date, 70, 110), cfo,
+                                 f"Programmes reviewed: {', '.join(f'Project {n}' for n in [main, *fillers])} and "
+                                 f"{twin}. No overspend. Budget owners to confirm forecasts by the end of the "
+                                 f"quarter.")
     archive, ids = _file(rng.fork("ids"), docs)
-    prompt = (f"You support the finance team at {company}. Using the document archive (tools: search, "
+    request = f"FIN-{rng.fork('prompt').randint(1000, 9999)}"
+    prompt = (f"Finance request {request} at {company}. Using the document archive (tools: search, "
               f"read_document), find the approved budget of Project {main} as it stood at close of business on "
               f"{_day(cutoff)}, and the name of the person who was its budget owner on that date. Budget changes "
               f"count from their effective dates; the archive holds drafts, corrections and look-alike names, so "
@@ -626,11 +648,11 @@ def budget_as_of(rng: ItemRng) -> AgTask:
 
     answer = f"budget: {_money(symbol, budget)}; owner: {owner}"
     reference = (Call("search", {"query": f"Project {main} budget"}),
-                 Call("read_document", {"doc_id": ids["charter"]}),
                  Call("read_document", {"doc_id": ids["increase"]}),
                  Call("read_document", {"doc_id": ids["correction"]}),
                  Call("read_document", {"doc_id": ids["cut"]}),
                  Call("search", {"query": f"Project {main} {merged} owner"}),
+                 Call("read_document", {"doc_id": ids["charter"]}),
                  Call("read_document", {"doc_id": ids["merge"]}),
                  Call("read_document", {"doc_id": ids["handover"]}),
                  Call("read_document", {"doc_id": ids["follow_up"]}),
