@@ -253,7 +253,8 @@ def _solve_trip(task: AgTask) -> list[tuple[int, str, str, str]]:
 
     def fares(origin: str, destination: str, day: date) -> list[tuple[int, str, datetime, datetime]]:
         found = []
-        for flight in act(episode, "search_flights", origin=origin, destination=destination, date=str(day))[0]["flights"]:
+        result = act(episode, "search_flights", origin=origin, destination=destination, date=str(day))[0]
+        for flight in result["flights"]:
             for fare in flight["fares"]:
                 fee = int(re.search(r"\$(\d+)", fare["checked_bags"])[1])
                 free = fare["class"] == "Flex" or (fare["class"] == "Standard" and flight["carrier"] == carrier)
@@ -341,7 +342,8 @@ def test_hostile_inputs_are_tool_errors():
         for name, args in HOSTILE_TRIP:
             assert act(episode, name, **args)[1], (name, args)
         search = next(c for c in task.reference if c.name == "search_flights")
-        for change in ({"date": ""}, {"date": "2026-02-30"}, {"date": "9999-99-99"}, {"origin": search.args["destination"]}):
+        for change in ({"date": ""}, {"date": "2026-02-30"}, {"date": "9999-99-99"},
+                       {"origin": search.args["destination"]}):
             assert act(episode, "search_flights", **{**search.args, **change})[1], change
         fare = next(c for c in task.reference if c.name == "book_flight")
         assert act(episode, "book_flight", fare_id=fare.args["fare_id"], checked_bags=10 ** 12)[1]

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from esac_kit.ag.episode import Episode, drive
-from esac_kit.ag.task import Call, script_json
+from esac_kit.ag.task import script_json
 from esac_kit.ag.tasks import repair
 from esac_kit.rng import ItemRng, derive_item_key
 from esac_kit.suite import read_item
@@ -16,7 +16,7 @@ TASKS = {"repair-billing-spec": (repair.billing_spec, repair._billing_project),
          "repair-booking-issues": (repair.booking_issues, repair._booking_project)}
 ROOT = Path(__file__).resolve().parent.parent
 SEEDS = 20
-SANDBOX_SEEDS = 8  # seeds for the scripts that each cost a few sandbox runs beyond the reference
+SANDBOX_SEEDS = 20  # the same seeds; kept apart so a slow machine can lower it
 
 
 def rng(task_id: str, seed: int) -> ItemRng:
@@ -177,8 +177,10 @@ def test_broken_code_is_reported_not_crashed():
     env = task.make_env()
     env.write_file("clock.py", "def parse_time(:\n")
     env.write_file("intervals.py", "import sys\nprint('PASS forged')\nsys.exit(3)\n")
-    env.write_file("tests/test_noise.py", "def test_loud():\n    raise SystemExit(1)\n\n\ndef test_fine():\n    pass\n")
+    env.write_file("tests/test_noise.py", "def test_loud():\n    raise SystemExit(1)\n\n\n"
+                                          "def test_fine():\n    print('y' * 300_000)\n")  # a flood of prints
     report = env.run_tests()
+    assert len(report) < 6000
     assert "ERROR tests/test_clock.py" in report and "SyntaxError" in report
     assert "PASS tests/test_noise.py::test_fine" in report and "ERROR tests/test_noise.py::test_loud" in report
     assert "PASS forged" in report  # shown as the project's output, never counted

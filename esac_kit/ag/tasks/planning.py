@@ -236,7 +236,7 @@ class _Plant:
     full_slot: tuple[str, int] | None  # a slot free for everyone but on the lead's full day
 
 
-def _draw_people(r: ItemRng) -> tuple[Week, dict[str, list[str]]] | None:
+def _draw_people(r: ItemRng) -> tuple[Week, dict[str, list[str]]]:
     """The directory and the two meetings' attendee lists (unplanned)."""
     first_day = date(2026, 1, 5) + timedelta(weeks=r.randint(0, 100), days=r.randint(0, 2))
     home = r.choice([o for o in OFFICES if abs(o[1]) <= 300])
@@ -297,7 +297,7 @@ def _plant(r: ItemRng, week: Week) -> _Plant | None:
     dur_a, dur_b, cap = week.meetings["A"].duration, week.meetings["B"].duration, week.cap
     after = dur_a + week.gap
     full_slot = None
-    if r.randint(0, 1):  # split: A on day 1, B on day 2; B after A on day 1 would break the cap
+    if r.randint(0, 2) == 0:  # split: A on day 1, B on day 2; B after A on day 1 would break the cap
         pairs = [(a, b) for a in windows["A"][1] for b in windows["B"][1] if b >= a + after]
         if not pairs or not windows["B"][0] or not windows["B"][2]:
             return None
@@ -306,7 +306,7 @@ def _plant(r: ItemRng, week: Week) -> _Plant | None:
         counts = {0: r.randint(1, cap - 1), 1: cap - 1, 2: r.randint(1, cap - 1)}
         allowed = {"A": [a_start], "B": [b_early, b_trap, b_start]}
     else:  # same day: B before A breaks the order; another day is full for the lead
-        day = r.choice([1, 2])
+        day = r.choice([0, 1, 2])
         full = r.choice([d for d in (0, 1, 2) if d != day])
         triples = [(e, a, b) for a in windows["A"][day] for e in windows["B"][day] if e + dur_b <= a
                    for b in windows["B"][day] if b >= a + after]
@@ -355,6 +355,7 @@ def _busy_title(r: ItemRng) -> tuple[str, str]:
 
 
 def _fill_calendars(r: ItemRng, week: Week, plant: _Plant) -> bool:
+    """The lead's exact event counts, everyone's background events, and the free event over the solution."""
     lead = week.lead
     for day in (0, 1, 2):
         for _ in range(plant.counts[day]):
@@ -466,6 +467,7 @@ def _prune(r: ItemRng, week: Week, plant: _Plant) -> bool:
 
 
 def _draw_week(r: ItemRng) -> tuple[Week, _Plant, tuple[str, str, str], dict[str, list[str]]] | None:
+    """One candidate instance, or None unless exactly one plan meets every rule and relaxing each rule adds one."""
     week, groups = _draw_people(r)
     titles = (r.choice(REVIEW_TITLES), r.choice(DECISION_TITLES))
     week.meetings["A"] = _meeting(week, "A", titles[0], groups["A"], r.choice([60, 90]), r.randint(1, 4))
@@ -541,7 +543,8 @@ class CalendarEnv(Environment):
         for start, end, title, show_as in sorted(entries):
             day, clock = self._local(person_id, start)
             end_day, end_clock = self._local(person_id, end)
-            events.append({"date": day, "start": clock, "end": end_clock if end_day == day else f"{end_day} {end_clock}",
+            events.append({"date": day, "start": clock,
+                           "end": end_clock if end_day == day else f"{end_day} {end_clock}",
                            "title": title, "show_as": show_as})
         person = self.state["people"][person_id]
         return {"person_id": person_id, "name": person["name"], "times_are": f"local time, {person['timezone']}",
@@ -712,8 +715,8 @@ def meeting_schedule(rng: ItemRng) -> AgTask:
         "1. Every attendee must be within their working hours, on one of their working days, for the whole meeting, "
         "judged in their own time zone.\n"
         "2. Events shown as busy or tentative make a person unavailable; events shown as free do not.\n"
-        f"3. {lead.name} accepts at most {week.cap} meetings a day: on each of their local calendar days, their busy and "
-        f"tentative events, counting the new meetings, must not exceed {week.cap}.\n"
+        f"3. {lead.name} accepts at most {week.cap} meetings a day: on each of their local calendar days, their busy "
+        f"and tentative events, counting the new meetings, must not exceed {week.cap}.\n"
         f"4. Every room is in the {week.office} office. A room must seat the attendees based in {week.office} plus "
         "the visitors, must be free for the whole meeting, and a meeting with any attendee based in another office "
         "needs a room with video conferencing.\n"
@@ -739,9 +742,8 @@ def meeting_schedule(rng: ItemRng) -> AgTask:
 
     reference = (*reads, book("A", plant.a_start, room_a), book("B", plant.b_start, room_b),
                  Call("submit", {"answer": answer(ids[1])}))
-    wrong_b = f"BK-{base + 2}"
     wasteful = (reads[0], reads[0], *reads[1:], Call("list_rooms"), book("A", plant.a_start, room_a),
-                book("B", plant.b_trap, room_b), Call("cancel_booking", {"booking_id": wrong_b}),
+                book("B", plant.b_trap, room_b), Call("cancel_booking", {"booking_id": ids[1]}),
                 book("B", plant.b_start, room_b), Call("submit", {"answer": answer(f"BK-{base + 3}")}))
     frozen = copy.deepcopy(week)
     return AgTask(prompt=prompt, make_env=lambda: CalendarEnv(copy.deepcopy(frozen), base), checks=MEETING_CHECKS,
@@ -754,8 +756,9 @@ CITIES = (("Lisbon", "LIS", 0), ("Copenhagen", "CPH", 60), ("Vienna", "VIE", 60)
           ("Montreal", "YUL", -300), ("Chicago", "ORD", -360), ("Denver", "DEN", -420), ("Madrid", "MAD", 60),
           ("Prague", "PRG", 60), ("Edinburgh", "EDI", 0), ("Boston", "BOS", -300), ("Oslo", "OSL", 60),
           ("Austin", "AUS", -360), ("Toronto", "YYZ", -300), ("Athens", "ATH", 120), ("Seattle", "SEA", -480))
-CARRIERS = (("Aurora Air", "AU", "SkyStar"), ("Bluewing", "BW", "Bluewing Club"), ("Cirrus Airlines", "CR", "Cirrus Miles"),
-            ("Meridian", "MD", "Meridian Plus"), ("Solstice Air", "SX", "Solstice Rewards"), ("Northjet", "NJ", "JetPoints"))
+CARRIERS = (("Aurora Air", "AU", "SkyStar"), ("Bluewing", "BW", "Bluewing Club"),
+            ("Cirrus Airlines", "CR", "Cirrus Miles"), ("Meridian", "MD", "Meridian Plus"),
+            ("Solstice Air", "SX", "Solstice Rewards"), ("Northjet", "NJ", "JetPoints"))
 CHAINS = ("Harbor", "Lumen", "Corvid", "Alder", "Sable")
 INDEPENDENTS = ("Hotel Marisol", "The Linden", "Casa Verde", "The Foundry Inn", "Pier Seven Lodge", "Hotel Aster",
                 "The Wren", "Hotel Calma")
@@ -1232,7 +1235,7 @@ TRIP_CHECKS = (
 
 
 def trip_booking(rng: ItemRng) -> AgTask:
-    """Book flights and a hotel for a conference under policy rules, loyalty benefits and a budget only one plan meets."""
+    """Book flights and a hotel for a conference under policy, loyalty benefits and a budget only one plan meets."""
     for attempt in range(1000):
         r = rng.fork(f"trip-{attempt}")
         trip = _draw_trip(r)

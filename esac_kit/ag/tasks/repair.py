@@ -31,6 +31,7 @@ import traceback
 SOURCES = json.loads(__SOURCES__)
 TEST_PATHS = json.loads(__TESTS__)
 TAG = __TAG__
+OUTPUT_KEPT = 2000
 PATHS = {path[:-3].replace("/", "."): path for path in SOURCES}
 CODE = {}
 
@@ -56,8 +57,28 @@ class ProjectFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         exec(CODE[path], module.__dict__)
 
 
+class Capture:
+    """Keeps the start of what the project prints, so a flood of prints cannot push the results out."""
+
+    def __init__(self):
+        self.kept = []
+        self.room = OUTPUT_KEPT
+
+    def write(self, text):
+        text = str(text)
+        if self.room > 0:
+            self.kept.append(text[:self.room])
+            self.room -= len(self.kept[-1])
+        return len(text)
+
+    def flush(self):
+        pass
+
+
 sys.meta_path.insert(0, ProjectFinder())
 sys.dont_write_bytecode = True
+RESULTS, CAPTURED = sys.stdout, Capture()
+sys.stdout = CAPTURED
 
 
 def forget():
@@ -66,9 +87,9 @@ def forget():
             del sys.modules[name]
 
 
-def emit(status, test_id, message):
-    sys.stdout.write(TAG + " " + json.dumps([status, test_id, message[:400]]) + "\n")
-    sys.stdout.flush()
+def emit(status, test_id, message, limit=400):
+    RESULTS.write(TAG + " " + json.dumps([status, test_id, message[:limit]]) + "\n")
+    RESULTS.flush()
 
 
 def describe(error):
@@ -105,6 +126,7 @@ for test_path in TEST_PATHS:
             emit("ERROR", test_id, describe(error))
         else:
             emit("PASS", test_id, "")
+emit("OUTPUT", "", "".join(CAPTURED.kept), OUTPUT_KEPT)
 '''
 
 TEST_CPU_S, TEST_WALL_S = 4, 8
@@ -142,7 +164,9 @@ def run_project_tests(sources: dict[str, str]) -> TestRun:
             status, test_id, message = json.loads(line[len(tag) + 1:])
         except (ValueError, TypeError):
             continue
-        if isinstance(test_id, str) and test_id not in results:
+        if status == "OUTPUT":
+            output.insert(0, str(message))
+        elif isinstance(test_id, str) and test_id not in results:
             results[test_id] = (str(status), str(message))
     return TestRun(results, run.status, "\n".join(output), run.stderr)
 
@@ -1345,7 +1369,8 @@ def booking_issues(rng: ItemRng) -> AgTask:
     """Triage a booking library's issue reports: fix the real bugs at their root, decline the report that is no bug."""
     project, facts = _booking_project(rng)
     release = f"{rng.randint(2, 6)}.{rng.randint(0, 19)}"
-    prompt = (f"{facts['org']} uses `{facts['project']}`, a small Python library for booking meeting rooms (times are "
+    org = str(facts["org"])
+    prompt = (f"{org[0].upper() + org[1:]} uses `{facts['project']}`, a small Python library for booking meeting rooms (times are "
               "minutes after midnight; spans are (start, end) pairs of minutes). Files: ISSUES.md (open user reports), "
               "clock.py, intervals.py, rooms.py, agenda.py, policy.py, and tests in tests/. The docstrings in the "
               f"modules document the intended behaviour. Before release {release}, triage every report in ISSUES.md: "
