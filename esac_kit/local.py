@@ -55,7 +55,7 @@ def embedded_server(threads: int | None = None) -> Iterator[str]:
     if importlib.util.find_spec("llama_cpp") is None:
         raise ConfigError("llama-cpp-python is not installed: run `make setup` (pip install -e '.[local]')")
     path, port = model_path(), free_port()
-    command = [sys.executable, "-m", "llama_cpp.server", "--model", str(path), "--host", "127.0.0.1",
+    command = [sys.executable, "-m", "esac_kit.local_server", "--model", str(path), "--host", "127.0.0.1",
                "--port", str(port), "--chat_format", "chatml-function-calling", "--n_ctx", str(CONTEXT_TOKENS),
                "--n_threads", str(threads or default_threads()), "--model_alias", "SmolLM2-135M-Instruct",
                "--verbose", "False"]

@@ -16,7 +16,7 @@ from typing import Any
 
 Answer = Callable[[dict[str, Any]], "str | dict[str, Any]"]
 Fault = Callable[[dict[str, Any], int], "str | None"]
-FAULTS = ("429", "500", "503", "reset", "stall", "malformed", "truncated", "400", "401", "404")
+FAULTS = ("429", "500", "503", "reset", "stall", "malformed", "truncated", "400", "401", "404", "context")
 
 
 def request_text(body: dict[str, Any]) -> str:
@@ -117,6 +117,9 @@ class LoopbackServer:
                     self._send(200, _openai_body(body, reply))
 
             def _fault(self, kind: str) -> None:
+                if kind == "context":
+                    return self._send(400, {"error": {"message": "This model's maximum context length is 8192 "
+                                                                 "tokens; the request has more."}})
                 if kind in ("429", "500", "503", "400", "401", "404"):
                     headers = {"Retry-After": "0"} if kind == "429" else {}
                     return self._send(int(kind), {"error": {"message": f"injected {kind}"}}, headers)

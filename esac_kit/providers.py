@@ -24,6 +24,8 @@ CONFIG_STATUS = {400, 401, 403, 404}
 KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 DEFAULT_URL = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com/v1"}
 ANTHROPIC_VERSION = "2023-06-01"
+# How providers say a conversation outgrew the model's context window (OpenAI, Anthropic, llama.cpp, vLLM).
+_CONTEXT_EXCEEDED = re.compile(r"context.length|context window|prompt is too long|maximum context", re.IGNORECASE)
 _INABILITY = re.compile(r"^\W*(i('| a)m (not able|unable)|i can(no|')t|i cannot|sorry, (but )?i can)", re.IGNORECASE)
 
 
@@ -90,6 +92,10 @@ class ModelReply:
     tool_calls: tuple[ToolCall, ...] = ()
 
 
+class ContextExceeded(ConfigError):
+    """HTTP 400 because the conversation outgrew the model's context: an AG episode ends on it as a budget."""
+
+
 @dataclass
 class TransientFailure(Exception):
     """An infrastructure failure: retried under identical conditions, never scored (amendment 001 §8)."""
@@ -119,7 +125,7 @@ class ChatRequest:
 
 
 def classify_outcome(text: str, finish_reason: str | None, refused: bool, latency_s: float,
-                     time_budget_s: float | None) -> Outcome:
+                     time_budget_s: float | None, tool_calls: bool = False) -> Outcome:
     """Classify a valid reply into the model outcomes of amendment 001 §8."""
     if time_budget_s is not None and latency_s > time_budget_s:
         return "time_budget"
@@ -127,7 +133,7 @@ def classify_outcome(text: str, finish_reason: str | None, refused: bool, latenc
         return "refusal"
     if finish_reason in ("length", "max_tokens"):
         return "output_budget"
-    if not text.strip():
+    if not text.strip() and not tool_calls:
         return "empty"
     if _INABILITY.match(text) and len(text) < 400:
         return "inability"
@@ -174,6 +180,9 @@ class Provider:
             kind = "rate_limit" if response.status_code == 429 else "http_status"
             raise TransientFailure(kind, self.endpoint, response.status_code,
                                    retry_after=retry_after_seconds(response.headers.get("retry-after")))
+        if response.status_code == 400 and _CONTEXT_EXCEEDED.search(_error_message(response)):
+            raise ContextExceeded(f"{self.endpoint} answered HTTP 400 for {self.ref.name}: "
+                                  f"{_error_message(response)}")
         if response.status_code in CONFIG_STATUS or response.status_code >= 300:
             raise ConfigError(f"{self.endpoint} answered HTTP {response.status_code} for {self.ref.name}: "
                               f"{_error_message(response)}")
@@ -239,7 +248,7 @@ class OpenAIChat(Provider):
             usage = body.get("usage") or {}
             finish = choice.get("finish_reason")
             refused = bool(message.get("refusal")) or finish == "content_filter"
-            return ModelReply(text, classify_outcome(text, finish, refused, latency, time_budget_s),
+            return ModelReply(text, classify_outcome(text, finish, refused, latency, time_budget_s, bool(calls)),
                               int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0),
                               latency, finish, calls)
         except (KeyError, IndexError, TypeError, AttributeError) as error:
@@ -278,7 +287,8 @@ class AnthropicMessages(Provider):
                           for b in blocks if b.get("type") == "tool_use")
             usage = body.get("usage") or {}
             stop = body.get("stop_reason")
-            return ModelReply(text, classify_outcome(text, stop, stop == "refusal", latency, time_budget_s),
+            return ModelReply(text, classify_outcome(text, stop, stop == "refusal", latency, time_budget_s,
+                                                     bool(calls)),
                               int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0),
                               latency, stop, calls)
         except (KeyError, TypeError, AttributeError) as error:

@@ -266,9 +266,11 @@ def format_report(report: Report) -> str:
         lines.append(f"  {'efficiency':14} {report.modifier:6.2f} / {report.max_modifier:g}  (modifier, no threshold)")
         lines.append(f"  {'total':14} {report.total:6.2f} / {report.max_total:g}")
         for task in report.efficiency or []:
+            levels = (f"action L{task.action_level} token L{task.token_level}" if task.success
+                      else "no efficiency credit (task failed)")
             lines.append(f"    {task.item_id:34} {'ok  ' if task.success else 'FAIL'} calls {task.tool_calls:3d} "
                          f"redundant {task.redundant} rework {task.rework} invalid {task.invalid} "
-                         f"tokens {task.tokens:7d}  action L{task.action_level} token L{task.token_level}")
+                         f"tokens {task.tokens:7d}  {levels}")
     else:
         lines.append(f"  {'total':14} {report.total:6.2f} / {report.max_total:g}  {verdict}{reasons}")
     lines.append(f"  model outcomes: {report.model_outcomes}; retries: {report.retries or 'none'}; "

@@ -69,6 +69,13 @@ def new_config(suite: Suite, pool: Pool, model: str, judge: str | None, temperat
         notes.append(f"unofficial judge {judge} (the pinned judge is {pin.model})")
     if model == "local":
         notes.append(f"embedded model: answers capped at {MAX_OUTPUT_TOKENS} tokens by its context window")
+    if model == "local" and any(i.scoring == "agentic" for i in suite.items) and concurrency > 1:
+        # The embedded server answers one request at a time and reuses the last prompt's prefix: interleaved
+        # episodes would make it re-read every conversation from the start on every turn.
+        concurrency = 1
+        notes.append("embedded model: episodes run one at a time, so the server's prompt cache holds")
+    if model.startswith("scripted:"):
+        notes.append(f"{model} is a scripted agent of the kit: a self-check of tasks and scoring, not a model")
     if pool.name != "heldout":
         notes.append("public pool: a self-check, not a held-out verification run (amendment 001 §3)")
     if items:

@@ -113,6 +113,22 @@ def test_budgets_end_an_episode_as_a_model_failure():
     assert tokens.end == "token_budget" and tokens.detail["counts"]["model_turns"] < 40
 
 
+def test_a_context_overflow_ends_the_episode_as_a_model_budget_not_a_stop():
+    task = toy_task()
+    fault = lambda body, attempt: "context" if len(body["messages"]) > 3 else None  # noqa: E731
+
+    async def go():
+        with LoopbackServer(scripted_answer({task.prompt: task.reference}), fault=fault) as server:
+            async with httpx.AsyncClient() as client:
+                provider = make_provider(ModelRef("openai", "toy", server.url), client)
+                return await run_episode(task, "toy", SCALE, provider,
+                                         lambda r, t, s: provider.chat(r, timeout_s=10), Budgets(9, 10**6, 60, 64), 0)
+
+    result = asyncio.run(go())
+    assert result.end == result.outcome == "context_budget"
+    assert [s["tool"] for s in result.detail["steps"]] == ["get"] and not result.detail["success"]
+
+
 def test_a_final_message_without_tool_calls_ends_the_episode_with_its_text_as_the_answer():
     task = toy_task()
 

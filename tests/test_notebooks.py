@@ -241,7 +241,7 @@ def test_esac_report_html_exports_the_report_into_the_run_folder(runs, capsys):
     assert html.count("application/vnd.vegalite") >= 2  # the category and item charts, as Vega-Lite specs
     assert "vega-lite/v" in html
     assert "Traceback" not in html and "MaxRowsError" not in html
-    assert "Not an AG run" in html and folder.name in html
+    assert "Not an AG run: GI has no efficiency modifier" in html and folder.name in html
 
 
 def test_esac_report_html_exports_an_ag_run_with_its_efficiency_breakdown(tmp_path, capsys):
@@ -249,9 +249,19 @@ def test_esac_report_html_exports_an_ag_run_with_its_efficiency_breakdown(tmp_pa
     folder = run_folder_of(tmp_path)
     assert main(["report", str(folder), "--html"]) == 0
     html = (folder / "report.html").read_text()
+    report = json.loads((folder / "report.json").read_text())
     assert html.count("application/vnd.vegalite") >= 2
-    assert "Traceback" not in html and "MaxRowsError" not in html and "Not an AG run" not in html
-    assert "efficiency modifier" in html and "repeats #" in html and "overwrites #" in html
+    assert "Traceback" not in html and "MaxRowsError" not in html
+    # outputs, not the notebook's source (which the export also embeds): the modifier and the listed calls
+    assert f"{report['modifier']:.2f} / 5" in html and "repeats #" in html and "overwrites #" in html
+
+
+def test_run_and_variance_notebooks_take_an_ag_run(tmp_path):
+    args = {"suite": "ag", "model": "scripted:wasteful", "reports": str(tmp_path), "no-cache": ""}
+    outputs, defs = notebook("run").run(defs={"args": args, "run_button": Pressed()})
+    assert defs["failure"] is None and defs["report"].capability == 70 and 0 < defs["report"].modifier < 4.5
+    _, defs = notebook("variance").run(defs={"args": {"run": str(run_folder_of(tmp_path))}})
+    assert len(defs["frames"]) == 1 and defs["stability"].empty  # no judge-graded items: nothing to flag
 
 
 def test_esac_report_html_fails_with_one_line(runs, tmp_path, monkeypatch, capsys):

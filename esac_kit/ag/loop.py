@@ -10,7 +10,7 @@ from typing import Any
 
 from esac_kit.ag.episode import Episode
 from esac_kit.ag.task import AgTask
-from esac_kit.providers import ChatRequest, ModelReply, Provider
+from esac_kit.providers import ChatRequest, ContextExceeded, ModelReply, Provider
 from esac_kit.schemas import EfficiencyScale
 
 SYSTEM_PROMPT = ("You are an agent completing a user's task in a software environment by calling the tools "
@@ -34,7 +34,7 @@ class Budgets:
 class EpisodeResult:
     """How an episode ended and what it scored: the observation's material."""
 
-    end: str  # submit | final_message | step_budget | token_budget | time_budget
+    end: str  # submit | final_message | step_budget | token_budget | time_budget | context_budget
     outcome: str
     answer: str
     detail: dict[str, Any]
@@ -60,7 +60,11 @@ async def run_episode(task: AgTask, item_id: str, scale: EfficiencyScale, provid
             break
         request = ChatRequest(messages=tuple(messages), max_tokens=budgets.turn_tokens, temperature=temperature,
                               tools=tools, system=SYSTEM_PROMPT)
-        reply = await chat(request, turn, budgets.time_s - model_time)
+        try:
+            reply = await chat(request, turn, budgets.time_s - model_time)
+        except ContextExceeded:  # the conversation outgrew the model's window: its budget, not our outage
+            end = outcome = "context_budget"
+            break
         tokens_in, tokens_out = tokens_in + reply.tokens_in, tokens_out + reply.tokens_out
         model_time += reply.latency_s
         episode.counts.model_turns += 1
