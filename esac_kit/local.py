@@ -23,6 +23,10 @@ CONTEXT_TOKENS = 8192
 # The embedded model's window is 8k tokens, so its answers are capped well below the suites' budgets;
 # runs on it are development runs, never official results.
 MAX_OUTPUT_TOKENS = 256
+# An AG turn on the embedded model: a tool call fits in ~60 tokens, and at ~7 tokens/s on one core a longer cap
+# only buys rambling that the grammar-bound handler turns into invalid calls, at ~30 s a turn.
+MAX_AGENT_TURN_TOKENS = 96
+THREADS_ENV = "ESAC_LOCAL_THREADS"
 STARTUP_TIMEOUT_S = 120.0
 
 
@@ -45,7 +49,13 @@ def free_port() -> int:
 
 
 def default_threads() -> int:
-    """Half the cores: llama.cpp's threads spin-wait, so they crawl when they compete with the harness for a core."""
+    """$ESAC_LOCAL_THREADS, else half the cores: llama.cpp's threads spin-wait, so they crawl when they compete
+    with the harness for a core."""
+    given = os.environ.get(THREADS_ENV, "")
+    if given:
+        if not given.isdigit() or int(given) < 1:
+            raise ConfigError(f"{THREADS_ENV}={given!r}: give a positive whole number of threads")
+        return int(given)
     return max(1, (os.cpu_count() or 2) // 2)
 
 

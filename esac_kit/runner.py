@@ -98,6 +98,7 @@ class Progress:
     retries: Counter = field(default_factory=Counter)
     started: float = field(default_factory=time.monotonic)
     resumed: int = 0
+    turns: dict[str, int] = field(default_factory=dict)  # AG episodes under way: task -> model turns so far
 
     @property
     def eta_s(self) -> float | None:
@@ -140,6 +141,7 @@ class Runner:
         self.default_budget_tokens = default_budget_tokens
         self.default_budget_s = default_budget_s
         self._limits: dict[str, asyncio.Semaphore] = {}
+        self._episode_slots = asyncio.Semaphore(settings.concurrency)
         self.progress: Progress | None = None
 
     def _limit(self, provider: Provider) -> asyncio.Semaphore:
@@ -170,7 +172,9 @@ class Runner:
     async def _answer_and_score(self, item_id: str, replicate: int, slots: list[Slot]) -> None:
         item, instance = self.items[item_id], self.instances[item_id]
         if item.scoring == "agentic":
-            self.journal.append(await self._agentic(item, slots[0]))
+            async with self._episode_slots:  # whole episodes, not just requests: each keeps its conversation warm
+                self.journal.append(await self._agentic(item, slots[0]))
+            self.progress.turns.pop(item_id, None)
             self.progress.done += 1
             self._report()
             return
@@ -205,6 +209,8 @@ class Runner:
                                                                item.id, seconds_left, salt=f"turn{turn}")
             calls["attempts"] += attempts - 1
             calls["retries"].update(retries)
+            self.progress.turns[item.id] = turn + 1  # long episodes show life between observations
+            self._report()
             return reply
 
         result, attempts, retries = await with_retries(

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import secrets
 import sys
+import time
 from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
@@ -20,7 +21,7 @@ from esac_kit.errors import ConfigError
 from esac_kit.instances import build_task, generate
 from esac_kit.journal import CONFIG_FILE, Journal, write_json
 from esac_kit.judge import TEMPLATE_VERSION
-from esac_kit.local import MAX_OUTPUT_TOKENS, embedded_server
+from esac_kit.local import MAX_AGENT_TURN_TOKENS, MAX_OUTPUT_TOKENS, embedded_server
 from esac_kit.pools import Pool, commitment_matches, heldout_pool, public_pool
 from esac_kit.providers import ModelRef, Provider, make_provider, parse_model
 from esac_kit.report import Report, build_report
@@ -67,9 +68,11 @@ def new_config(suite: Suite, pool: Pool, model: str, judge: str | None, temperat
         notes.append("embedded judge: this run is unofficial and not comparable with official results")
     elif pin and judge and judge != pin.model:
         notes.append(f"unofficial judge {judge} (the pinned judge is {pin.model})")
+    agentic = any(i.scoring == "agentic" for i in suite.items)
+    local_cap = MAX_AGENT_TURN_TOKENS if agentic else MAX_OUTPUT_TOKENS
     if model == "local":
-        notes.append(f"embedded model: answers capped at {MAX_OUTPUT_TOKENS} tokens by its context window")
-    if model == "local" and any(i.scoring == "agentic" for i in suite.items) and concurrency > 1:
+        notes.append(f"embedded model: {'each turn' if agentic else 'answers'} capped at {local_cap} tokens")
+    if model == "local" and agentic and concurrency > 1:
         # The embedded server answers one request at a time and reuses the last prompt's prefix: interleaved
         # episodes would make it re-read every conversation from the start on every turn.
         concurrency = 1
@@ -86,7 +89,7 @@ def new_config(suite: Suite, pool: Pool, model: str, judge: str | None, temperat
                      pack=str(pack) if pack else None, model=model, judge=judge,
                      judge_temperature=pin.temperature if pin else 0.0,
                      judge_max_tokens=pin.max_tokens if pin else 1024, temperature=temperature,
-                     concurrency=concurrency, max_tokens_cap=MAX_OUTPUT_TOKENS if model == "local" else None,
+                     concurrency=concurrency, max_tokens_cap=local_cap if model == "local" else None,
                      items=items, notes=notes, kit_version=__version__, created_at=now.isoformat(timespec="seconds"))
 
 
@@ -180,18 +183,22 @@ def terminal_progress(stream=None) -> Callable[[Progress], None]:
     """A one-line progress bar on stderr: done / total, retries and ETA."""
     stream = stream or sys.stderr
     interactive = stream.isatty()
-    last = {"printed": -1}
+    last = {"printed": -1, "at": time.monotonic()}
 
     def show(progress: Progress) -> None:
-        if not interactive and progress.done == last["printed"]:
+        # A log gets a line per observation, and one a minute while AG episodes are under way.
+        quiet = time.monotonic() - last["at"] < 60 or not progress.turns
+        if not interactive and progress.done == last["printed"] and quiet:
             return
-        last["printed"] = progress.done
+        last["printed"], last["at"] = progress.done, time.monotonic()
         width = 30
         filled = int(width * progress.done / max(1, progress.total))
         eta = "--" if progress.eta_s is None else f"{progress.eta_s:4.0f}s"
         retries = sum(progress.retries.values())
         line = f"[{'#' * filled}{'.' * (width - filled)}] {progress.done}/{progress.total}  retries {retries}  ETA {eta}"
-        stream.write(("\r" + line) if interactive else line + "\n")
+        if progress.turns:
+            line += "  " + ", ".join(f"{task} turn {turn}" for task, turn in sorted(progress.turns.items()))
+        stream.write(("\r\033[K" + line) if interactive else line + "\n")
         if interactive and progress.done == progress.total:
             stream.write("\n")
         stream.flush()
