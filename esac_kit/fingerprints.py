@@ -8,9 +8,11 @@ A content change needs a minor bump; a scoring change needs a major bump.
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import importlib.util
 import json
+import threading
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,8 +32,24 @@ AGENTIC_SCORING_MODULES = ("esac_kit.ag.episode", "esac_kit.ag.loop", "esac_kit.
 
 def code_digest(module_name: str) -> str:
     """SHA-256 of a module's syntax tree without docstrings, so comments, layout and prose do not count as changes."""
-    spec = importlib.util.find_spec(module_name)
-    tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
+    path = Path(importlib.util.find_spec(module_name).origin)
+    return _file_digest(str(path), path.stat().st_mtime_ns)
+
+
+_PARSE_LOCK = threading.Lock()
+
+
+@functools.lru_cache(maxsize=256)
+def _file_digest(path: str, mtime_ns: int) -> str:
+    source = Path(path).read_text(encoding="utf-8")
+    with _PARSE_LOCK:
+        for attempt in range(3):
+            try:
+                tree = ast.parse(source)
+                break
+            except SystemError:  # CPython 3.11's AST constructor is not thread-safe (gh-106905): parse again
+                if attempt == 2:
+                    raise
     return hashlib.sha256(_stable_dump(tree).encode()).hexdigest()
 
 

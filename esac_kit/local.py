@@ -26,6 +26,9 @@ MAX_OUTPUT_TOKENS = 256
 # An AG turn on the embedded model: a tool call fits in ~60 tokens, and at ~7 tokens/s on one core a longer cap
 # only buys rambling that the grammar-bound handler turns into invalid calls, at ~30 s a turn.
 MAX_AGENT_TURN_TOKENS = 96
+# At ~13 s a turn, the suite's step budgets (30-80 turns) would make one AG run on the embedded model take about
+# three hours; its development runs stop each episode after this many turns instead, and say so.
+MAX_AGENT_TURNS = 12
 THREADS_ENV = "ESAC_LOCAL_THREADS"
 STARTUP_TIMEOUT_S = 120.0
 

@@ -154,7 +154,8 @@ def build_report(suite: Suite, config, observations: list[Observation]) -> Repor
         run_id=config.run_id, suite=config.suite, version=config.version,
         fingerprints={"content": fingerprints.content, "scoring": fingerprints.scoring}, pool=config.pool_label,
         model=Party(name=config.model, parameters={"temperature": config.temperature,
-                                                   "max_tokens_cap": config.max_tokens_cap}),
+                                                   "max_tokens_cap": config.max_tokens_cap}
+                    | ({"max_turns_cap": config.max_turns_cap} if getattr(config, "max_turns_cap", None) else {})),
         judge=judge, official=not notes, notes=notes, kit_version=__version__,
         created_at=config.created_at, rendered_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         total=round(result.total, 9), max_total=manifest.total_points, passed=result.passed, reasons=result.reasons,

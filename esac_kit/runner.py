@@ -123,6 +123,7 @@ class RunSettings:
     policy: RetryPolicy
     cache: ResponseCache
     max_tokens_cap: int | None = None
+    max_turns_cap: int | None = None
     on_progress: Callable[[Progress], None] | None = None
 
 
@@ -201,7 +202,8 @@ class Runner:
         turn_tokens = item.output_budget_tokens or self.default_budget_tokens
         if self.settings.max_tokens_cap:
             turn_tokens = min(turn_tokens, self.settings.max_tokens_cap)
-        budgets = Budgets(steps=item.step_budget, tokens=self.episode_token_budget or 10**9,
+        steps = min(item.step_budget, self.settings.max_turns_cap or item.step_budget)
+        budgets = Budgets(steps=steps, tokens=self.episode_token_budget or 10**9,
                           time_s=item.time_budget_s or self.default_budget_s, turn_tokens=turn_tokens)
 
         async def chat(request: ChatRequest, turn: int, seconds_left: float) -> ModelReply:

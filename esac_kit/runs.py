@@ -21,7 +21,7 @@ from esac_kit.errors import ConfigError
 from esac_kit.instances import build_task, generate
 from esac_kit.journal import CONFIG_FILE, Journal, write_json
 from esac_kit.judge import TEMPLATE_VERSION
-from esac_kit.local import MAX_AGENT_TURN_TOKENS, MAX_OUTPUT_TOKENS, embedded_server
+from esac_kit.local import MAX_AGENT_TURN_TOKENS, MAX_AGENT_TURNS, MAX_OUTPUT_TOKENS, embedded_server
 from esac_kit.pools import Pool, commitment_matches, heldout_pool, public_pool
 from esac_kit.providers import ModelRef, Provider, make_provider, parse_model
 from esac_kit.report import Report, build_report
@@ -46,6 +46,7 @@ class RunConfig(BaseModel):
     temperature: float
     concurrency: int
     max_tokens_cap: int | None
+    max_turns_cap: int | None = None
     items: list[str] | None = None
     notes: list[str]
     kit_version: str
@@ -63,6 +64,8 @@ def new_config(suite: Suite, pool: Pool, model: str, judge: str | None, temperat
     pin = suite.manifest.judge
     needs_judge = any(i.scoring == "judge" for i in suite.items if not items or i.id in items)
     judge = judge or (pin.model if pin and needs_judge else None)
+    if not any(i.scoring == "judge" for i in suite.items):
+        judge = None  # a suite without judge-graded items (ESAC-AG) never calls one
     notes = []
     if judge == "local":
         notes.append("embedded judge: this run is unofficial and not comparable with official results")
@@ -72,6 +75,9 @@ def new_config(suite: Suite, pool: Pool, model: str, judge: str | None, temperat
     local_cap = MAX_AGENT_TURN_TOKENS if agentic else MAX_OUTPUT_TOKENS
     if model == "local":
         notes.append(f"embedded model: {'each turn' if agentic else 'answers'} capped at {local_cap} tokens")
+        if agentic:
+            notes.append(f"embedded model: each episode stops after {MAX_AGENT_TURNS} turns (the tasks' step "
+                         f"budgets are larger)")
     if model == "local" and agentic and concurrency > 1:
         # The embedded server answers one request at a time and reuses the last prompt's prefix: interleaved
         # episodes would make it re-read every conversation from the start on every turn.
@@ -90,6 +96,7 @@ def new_config(suite: Suite, pool: Pool, model: str, judge: str | None, temperat
                      judge_temperature=pin.temperature if pin else 0.0,
                      judge_max_tokens=pin.max_tokens if pin else 1024, temperature=temperature,
                      concurrency=concurrency, max_tokens_cap=local_cap if model == "local" else None,
+                     max_turns_cap=MAX_AGENT_TURNS if model == "local" and agentic else None,
                      items=items, notes=notes, kit_version=__version__, created_at=now.isoformat(timespec="seconds"))
 
 
@@ -172,6 +179,7 @@ async def _drive(config, suite, items, instances, tasks, journal, policy, cache,
                                temperature=config.temperature, judge_temperature=config.judge_temperature,
                                judge_max_tokens=config.judge_max_tokens, concurrency=config.concurrency,
                                policy=policy, cache=cache, max_tokens_cap=config.max_tokens_cap,
+                               max_turns_cap=config.max_turns_cap,
                                on_progress=on_progress)
         runner = Runner(settings, journal, {i.id: i for i in items}, instances,
                         suite.manifest.output_budget_tokens, suite.manifest.time_budget_s, tasks,

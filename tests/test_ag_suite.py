@@ -77,3 +77,15 @@ def test_esac_show_prints_the_task_its_tools_checks_and_scripts(capsys):
 
 def test_ag_fingerprints_match_the_recorded_version():
     assert check_versions(load_suite("ag")) == []
+
+
+def test_an_ag_run_on_the_embedded_model_is_a_capped_development_run():
+    from esac_kit.pools import public_pool
+    from esac_kit.runs import new_config
+
+    ag, gi = load_suite("ag"), load_suite("gi")
+    config = new_config(ag, public_pool(ag.manifest.public_seed), "local", "local", 1.0, 4, None, None)
+    assert (config.judge, config.concurrency, config.max_tokens_cap, config.max_turns_cap) == (None, 1, 96, 12)
+    assert any("12 turns" in note for note in config.notes)
+    config = new_config(gi, public_pool(gi.manifest.public_seed), "local", "local", 1.0, 4, None, None)
+    assert (config.judge, config.concurrency, config.max_tokens_cap, config.max_turns_cap) == ("local", 4, 256, None)
