@@ -337,7 +337,7 @@ def d_study_chart(study: pd.DataFrame) -> alt.Chart:
         x=alt.X("answers:O", title="answers (model replicates) per item"),
         y=alt.Y("se_item:Q", title="SE of an item mean"),
         color=alt.Color("judgements:O", title="judge calls per answer"),
-        tooltip=["run", "answers", "judgements", alt.Tooltip("se_item:Q", format=".4f"),
+        tooltip=["run:N", "answers:O", "judgements:O", alt.Tooltip("se_item:Q", format=".4f"),
                  alt.Tooltip("g_coefficient:Q", format=".3f")])
     if data["run"].nunique() > 1:
         return chart.properties(width=220, height=180).facet(column=alt.Column("run:N", title=None))
@@ -354,7 +354,7 @@ def spread_chart(stability: pd.DataFrame) -> alt.Chart:
         color=alt.Color("flag:N", scale=alt.Scale(domain=["stable", "judge", "model", "judge + model"],
                                                   range=["#4c78a8", "#f58518", "#e45756", "#b279a2"])),
         shape="run_id:N",
-        tooltip=["run_id", "item_id", "category", alt.Tooltip("mean:Q", format=".3f"),
+        tooltip=["run_id:N", "item_id:N", "category:N", alt.Tooltip("mean:Q", format=".3f"),
                  alt.Tooltip("answer_spread:Q", format=".3f"), alt.Tooltip("judge_spread:Q", format=".3f")],
     ).properties(title="judge-graded items: replicate spreads", width=360, height=260)
 

@@ -140,6 +140,15 @@ def classify_outcome(text: str, finish_reason: str | None, refused: bool, latenc
     return "answered"
 
 
+def utf8_safe(text: str) -> str:
+    """A model's text with anything UTF-8 cannot carry (a lone surrogate from a `\\ud8c1` escape) replaced."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace").decode("utf-8")
+
+
 def retry_after_seconds(value: str | None) -> float | None:
     """Parse a Retry-After header given in seconds or as an HTTP date."""
     if not value:
@@ -242,9 +251,10 @@ class OpenAIChat(Provider):
         try:
             choice = body["choices"][0]
             message = choice["message"]
-            text = message.get("content") or ""
-            calls = tuple(ToolCall(c.get("id") or f"call_{n}", c["function"]["name"], c["function"].get("arguments")
-                                   or "{}") for n, c in enumerate(message.get("tool_calls") or []))
+            text = utf8_safe(message.get("content") or "")
+            calls = tuple(ToolCall(c.get("id") or f"call_{n}", utf8_safe(c["function"]["name"]),
+                                   utf8_safe(c["function"].get("arguments") or "{}"))
+                          for n, c in enumerate(message.get("tool_calls") or []))
             usage = body.get("usage") or {}
             finish = choice.get("finish_reason")
             refused = bool(message.get("refusal")) or finish == "content_filter"
@@ -282,8 +292,8 @@ class AnthropicMessages(Provider):
         latency = time.monotonic() - started
         try:
             blocks = body["content"]
-            text = "".join(b.get("text", "") for b in blocks if b.get("type") == "text")
-            calls = tuple(ToolCall(b["id"], b["name"], json.dumps(b.get("input", {})))
+            text = utf8_safe("".join(b.get("text", "") for b in blocks if b.get("type") == "text"))
+            calls = tuple(ToolCall(b["id"], utf8_safe(b["name"]), json.dumps(b.get("input", {})))
                           for b in blocks if b.get("type") == "tool_use")
             usage = body.get("usage") or {}
             stop = body.get("stop_reason")

@@ -66,6 +66,8 @@ def test_invalid_calls_are_counted_and_answered_never_raised():
         text, error = episode.act(name, arguments)
         assert error and text.startswith("invalid call")
     assert episode.counts.invalid == 7 and episode.counts.tool_calls == 7 and not episode.submitted
+    text, error = episode.act("get", '{"key": "\\ud8c1"}')  # a lone surrogate: not valid Unicode
+    assert error and "valid Unicode" in text
     assert validate_args({"type": "object", "properties": {"n": {"type": "integer"}}}, {"n": True}) is not None
 
 
@@ -127,6 +129,25 @@ def test_a_context_overflow_ends_the_episode_as_a_model_budget_not_a_stop():
     result = asyncio.run(go())
     assert result.end == result.outcome == "context_budget"
     assert [s["tool"] for s in result.detail["steps"]] == ["get"] and not result.detail["success"]
+
+
+def test_a_hostile_model_sending_lone_surrogates_loses_nothing():
+    task = toy_task()
+    turns = iter([{"text": "", "tool_calls": [{"name": "get", "arguments": {"key": "\ud8c1"}}]},
+                  {"text": "", "tool_calls": [{"name": "submit", "arguments": {"answer": "42 \udfff"}}]},
+                  {"text": "done \ud800 42"}])
+
+    async def go():
+        with LoopbackServer(lambda body: next(turns)) as server:
+            async with httpx.AsyncClient() as client:
+                provider = make_provider(ModelRef("openai", "toy", server.url), client)
+                return await run_episode(task, "toy", SCALE, provider,
+                                         lambda r, t, s: provider.chat(r, timeout_s=10), Budgets(5, 10**6, 60, 64), 0)
+
+    result = asyncio.run(go())
+    assert result.end == "final_message" and result.answer == "done ? 42"
+    assert result.detail["counts"]["invalid"] == 2 and result.detail["checks"]["answer"] is True
+    json.dumps(result.detail, ensure_ascii=False).encode("utf-8")  # journal-safe
 
 
 def test_a_final_message_without_tool_calls_ends_the_episode_with_its_text_as_the_answer():

@@ -217,8 +217,9 @@ def _parse(raw: str | dict[str, Any]) -> tuple[Any, str | None]:
         return raw, None
     try:
         value = json.loads(raw or "{}")
-    except (TypeError, ValueError):
-        return None, "arguments are not JSON"
+        json.dumps(value, ensure_ascii=False).encode("utf-8")  # a `\\ud8c1` escape decodes to a lone surrogate
+    except (TypeError, ValueError):  # UnicodeEncodeError is a ValueError
+        return None, "arguments are not JSON in valid Unicode"
     return value, None if isinstance(value, dict) else "arguments must be a JSON object"
 
 
