@@ -20,9 +20,10 @@ run: $(STAMP)
 	$(VENV)/bin/esac items
 	$(VENV)/bin/esac run
 
-# Every parametrized item over 200 public seeds.
+# Every parametrized GI item over 200 public seeds, and every AG task's scripted agents over 50.
 verify: $(STAMP)
 	$(VENV)/bin/esac verify
+	$(VENV)/bin/esac verify --suite ag
 
 test: $(STAMP)
 	$(PY) -m pytest
