@@ -63,8 +63,8 @@ def task_digest(tasks: list[AgTask]) -> str:
     return digest.hexdigest()
 
 
-async def _episodes(jobs: list[tuple[str, str, int, AgTask]], suite: Suite, urls: dict[str, str],
-                    progress: Callable[[str], None] | None) -> dict[tuple[str, str, int], EpisodeResult]:
+async def _episodes(jobs: list[tuple[str, str, int, AgTask]], suite: Suite,
+                    urls: dict[str, str]) -> dict[tuple[str, str, int], EpisodeResult]:
     """Run every (item, policy, seed) episode; even seeds speak OpenAI, odd seeds Anthropic."""
     limit = asyncio.Semaphore(CONCURRENCY)
     results: dict[tuple[str, str, int], EpisodeResult] = {}
@@ -108,7 +108,7 @@ def verify_ag(suite: Suite, pool: Pool, n_seeds: int,
     for server in servers.values():
         server.__enter__()
     try:
-        episodes = asyncio.run(_episodes(jobs, suite, {p: s.url for p, s in servers.items()}, progress))
+        episodes = asyncio.run(_episodes(jobs, suite, {p: s.url for p, s in servers.items()}))
     finally:
         for server in servers.values():
             server.__exit__(None, None, None)
