@@ -11,7 +11,7 @@ from pathlib import Path
 
 from esac_kit import __version__
 from esac_kit.errors import ConfigError, EsacError, VerificationFailed
-from esac_kit.instances import generate
+from esac_kit.instances import build_task, generate
 from esac_kit.pools import Pool, custom_pool, heldout_pool, public_pool
 from esac_kit.suite import Suite, load_suite
 
@@ -59,14 +59,12 @@ def cmd_show(args: argparse.Namespace) -> int:
     suite = _suite(args)
     pool = _pool(args, suite)
     item = suite.item(args.item)
-    instance = generate(suite, item, pool, args.pack)
+    task = build_task(suite, item, pool) if item.scoring == "agentic" else None
+    instance = generate(suite, item, pool, args.pack, task)
     print(f"# {item.id} ({item.category}, {item.scoring}) | {suite.manifest.name} {suite.manifest.version} | "
           f"pool {pool.label}")
     print(instance.prompt)
-    if item.scoring == "agentic":
-        from esac_kit.instances import build_task
-
-        task = build_task(suite, item, pool)
+    if task is not None:
         print("\n# tools")
         for schema in task.describe()["tools"]:
             function = schema["function"]

@@ -16,11 +16,12 @@ def item_rng(suite: Suite, item: ItemSpec, pool: Pool) -> ItemRng:
     return ItemRng(derive_item_key(pool.seed, suite.manifest.suite, item.id, suite.manifest.major))
 
 
-def generate(suite: Suite, item: ItemSpec, pool: Pool, pack: Path | None = None) -> Instance:
-    """Make one instance; authored items in the held-out pool take their variants from the private pack."""
+def generate(suite: Suite, item: ItemSpec, pool: Pool, pack: Path | None = None, task=None) -> Instance:
+    """Make one instance; authored items in the held-out pool take their variants from the private pack.
+    An AG task already built for this pool can be passed as `task`, so it is not generated twice."""
     rng = item_rng(suite, item, pool)
     if item.scoring == "agentic":
-        generated = _agentic(build_task(suite, item, pool))
+        generated = _agentic(task or build_task(suite, item, pool))
     elif item.parametrized:
         generated: Generated = resolve_generator(item.generator)(rng)
     else:

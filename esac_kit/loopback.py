@@ -19,15 +19,26 @@ Fault = Callable[[dict[str, Any], int], "str | None"]
 FAULTS = ("429", "500", "503", "reset", "stall", "malformed", "truncated", "400", "401", "404", "context")
 
 
-def request_text(body: dict[str, Any]) -> str:
-    """The last user message's text in either protocol."""
-    for message in reversed(body.get("messages", [])):
+def user_texts(body: dict[str, Any]) -> list[str]:
+    """Every user message's text, in order, in either protocol."""
+    texts = []
+    for message in body.get("messages", []):
         if message.get("role") == "user":
             content = message.get("content")
             if isinstance(content, list):
-                return "".join(part.get("text", "") for part in content if isinstance(part, dict))
-            return content or ""
-    return ""
+                content = "".join(part.get("text", "") for part in content if isinstance(part, dict))
+            texts.append(content or "")
+    return texts
+
+
+def request_text(body: dict[str, Any]) -> str:
+    """The last user message's text in either protocol."""
+    return (user_texts(body) or [""])[-1]
+
+
+def first_user_text(body: dict[str, Any]) -> str:
+    """The first user message's text in either protocol: an AG episode's task prompt."""
+    return (user_texts(body) or [""])[0]
 
 
 def is_judge_request(body: dict[str, Any]) -> bool:

@@ -147,8 +147,9 @@ def execute(folder: Path, config: RunConfig, suite: Suite, pool: Pool, policy: R
     """Run (or continue) the plan in a run folder and write its report; an abort keeps the journal."""
     items = [i for i in suite.items if not config.items or i.id in config.items]
     pack = Path(config.pack) if config.pack else None
-    instances = {i.id: generate(suite, i, pool, pack) for i in items}  # a missing pack stops here, before any write
     tasks = {i.id: build_task(suite, i, pool) for i in items if i.scoring == "agentic"}
+    # A missing pack stops here, before any write.
+    instances = {i.id: generate(suite, i, pool, pack, tasks.get(i.id)) for i in items}
     if suite.manifest.judge and suite.manifest.judge.template_version != TEMPLATE_VERSION:
         raise ConfigError(f"{suite.folder / 'manifest.toml'}: field 'judge.template_version': the kit's judge "
                           f"template is version {TEMPLATE_VERSION}")

@@ -18,7 +18,7 @@ from esac_kit.normalise import normalise
 from esac_kit.pools import Pool
 from esac_kit.schemas import ExactKey, HonestyKey, Instance
 from esac_kit.scoring import score_response
-from esac_kit.suite import Suite, load_suite
+from esac_kit.suite import Suite, load_suite, resolve_generator
 
 GARBLED = ("ANSWER: qzx vlorp 7gh\nA: qzx\nB: qzx\nC: qzx\nD: qzx\n```python\nqzx = (\n```\n"
            + " ".join(["zq xv blorf kest"] * 10))
@@ -105,10 +105,12 @@ def verify_item(suite: Suite, item_id: str, pools: list[Pool]) -> tuple[ItemVeri
     return result, instance_digest(instances)
 
 
-def fresh_process_digests(suite: Suite, pools: list[Pool], item_ids: list[str]) -> dict[str, str]:
-    """Regenerate instances in a new interpreter with another hash seed; seeds travel on stdin, never argv."""
+def fresh_process_digests(suite: Suite, pools: list[Pool], item_ids: list[str],
+                          digest: str = "esac_kit.verify:instances_digest") -> dict[str, str]:
+    """Regenerate items in a new interpreter with another hash seed and digest them with `digest`
+    (`module:function(suite, item, pools)`); seeds travel on stdin, never argv."""
     request = json.dumps({"items_dir": str(suite.folder.parent), "suite": suite.manifest.suite,
-                          "seeds": [[p.name, p.seed] for p in pools], "items": item_ids})
+                          "seeds": [[p.name, p.seed] for p in pools], "items": item_ids, "digest": digest})
     env = {**os.environ, "PYTHONHASHSEED": "4242"}
     completed = subprocess.run([sys.executable, "-c", "from esac_kit.verify import _digests_main; _digests_main()"],
                                input=request, capture_output=True, text=True, env=env, timeout=1800,
@@ -119,12 +121,17 @@ def fresh_process_digests(suite: Suite, pools: list[Pool], item_ids: list[str]) 
     return json.loads(completed.stdout)
 
 
+def instances_digest(suite: Suite, item, pools: list[Pool]) -> str:
+    """The digest of one item's instances over the pools."""
+    return instance_digest([generate(suite, item, p) for p in pools])
+
+
 def _digests_main() -> None:
     request = json.loads(sys.stdin.read())
     suite = load_suite(request["suite"], Path(request["items_dir"]))
     pools = [Pool(name, seed) for name, seed in request["seeds"]]
-    digests = {i: instance_digest([generate(suite, suite.item(i), p) for p in pools]) for i in request["items"]}
-    print(json.dumps(digests))
+    digest = resolve_generator(request["digest"])
+    print(json.dumps({i: digest(suite, suite.item(i), pools) for i in request["items"]}))
 
 
 def verify_suite(suite: Suite, pool: Pool, n_seeds: int,

@@ -33,7 +33,8 @@ def test_reference_wasteful_and_null_agents_on_the_toy_task():
     assert reference["counts"]["tool_calls"] == 2 and reference["efficiency"]["action_level"] == 6
     wasteful = drive(task, task.wasteful, SCALE)
     assert wasteful["success"] and wasteful["counts"]["redundant"] == 1 and wasteful["counts"]["rework"] == 1
-    assert wasteful["redundant_steps"] == [1] and wasteful["rework_steps"] == [3]
+    assert [s["index"] for s in wasteful["steps"] if s["redundant_of"] is not None] == [1]
+    assert [s["index"] for s in wasteful["steps"] if s["rework_of"]] == [3]
     assert wasteful["steps"][3]["rework_of"] == [2]
     assert wasteful["efficiency"]["effective_actions"] == 6 and wasteful["efficiency"]["action_level"] == 3
     null = drive(task, task.scripts()["null"], SCALE)

@@ -194,11 +194,7 @@ class Episode:
         score, success = check_score(self.task.checks, passed)
         result = efficiency(scale, self.counts, success)
         return {"score": score, "success": success, "checks": passed, "counts": asdict(self.counts),
-                "efficiency": asdict(result), "answer": self.answer,
-                "redundant_steps": [s.index for s in self.steps if s.redundant_of is not None],
-                "rework_steps": [s.index for s in self.steps if s.rework_of],
-                "invalid_steps": [s.index for s in self.steps if s.status == "invalid"],
-                "steps": [asdict(s) for s in self.steps]}
+                "efficiency": asdict(result), "answer": self.answer, "steps": [asdict(s) for s in self.steps]}
 
     def _evaluate(self) -> list[bool]:
         try:

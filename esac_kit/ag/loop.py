@@ -84,10 +84,9 @@ async def run_episode(task: AgTask, item_id: str, scale: EfficiencyScale, provid
             if episode.submitted:
                 break
         if episode.submitted:
-            end = outcome = "submit"
+            end, outcome = "submit", "answered"
             break
         messages += provider.tool_turn(reply, results)
     detail = await asyncio.to_thread(episode.outcome, scale)
     detail["end"] = end
-    answered = "answered" if end == "submit" else outcome
-    return EpisodeResult(end, answered, episode.answer or "", detail, tokens_in, tokens_out, round(model_time, 3))
+    return EpisodeResult(end, outcome, episode.answer or "", detail, tokens_in, tokens_out, round(model_time, 3))

@@ -7,19 +7,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from esac_kit.ag.task import AgTask, Call
+from esac_kit.loopback import first_user_text
 
 POLICIES = ("reference", "wasteful", "null", "unsafe")
-
-
-def first_user_text(body: dict[str, Any]) -> str:
-    """The task prompt: the first user message of either protocol."""
-    for message in body.get("messages", []):
-        if message.get("role") == "user":
-            content = message.get("content")
-            if isinstance(content, list):
-                return "".join(part.get("text", "") for part in content if isinstance(part, dict))
-            return content or ""
-    return ""
 
 
 def script_for(task: AgTask, policy: str) -> tuple[Call, ...]:

@@ -6,25 +6,20 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import httpx
 
 from esac_kit.ag.loop import Budgets, EpisodeResult, run_episode
 from esac_kit.ag.policies import POLICIES, script_for, scripted_answer
 from esac_kit.ag.task import AgTask, script_json
-from esac_kit.errors import EsacError
 from esac_kit.instances import build_task
 from esac_kit.loopback import LoopbackServer
 from esac_kit.pools import Pool
 from esac_kit.providers import ModelRef, make_provider
-from esac_kit.suite import Suite, load_suite
-from esac_kit.verify import verification_pools
+from esac_kit.suite import Suite
+from esac_kit.verify import fresh_process_digests, verification_pools
 
 MIN_REFERENCE_TOKEN_LEVEL = 5
 CONCURRENCY = 8
@@ -113,7 +108,7 @@ def verify_ag(suite: Suite, pool: Pool, n_seeds: int,
         for server in servers.values():
             server.__exit__(None, None, None)
     digests = {item.id: task_digest([tasks[(item.id, k)] for k in range(len(pools))]) for item in suite.items}
-    fresh = fresh_process_digests(suite, pools)
+    fresh = fresh_process_digests(suite, pools, [item.id for item in suite.items], "esac_kit.ag.verify:tasks_digest")
     return [_judge_task(suite, item.id, len(pools), tasks, episodes, digests[item.id] == fresh.get(item.id))
             for item in suite.items]
 
@@ -155,25 +150,9 @@ def _judge_task(suite: Suite, item_id: str, n: int, tasks, episodes, determinist
     return result
 
 
-def fresh_process_digests(suite: Suite, pools: list[Pool]) -> dict[str, str]:
-    """Regenerate every task in a new interpreter with another hash seed; seeds travel on stdin, never argv."""
-    request = json.dumps({"items_dir": str(suite.folder.parent), "suite": suite.manifest.suite,
-                          "seeds": [[p.name, p.seed] for p in pools]})
-    env = {**os.environ, "PYTHONHASHSEED": "4242"}
-    completed = subprocess.run([sys.executable, "-c", "from esac_kit.ag.verify import _digests_main; _digests_main()"],
-                               input=request, capture_output=True, text=True, env=env, timeout=1800,
-                               cwd=Path(__file__).resolve().parent.parent.parent)
-    if completed.returncode != 0:
-        raise EsacError("verify: the fresh-process regeneration failed: "
-                        + (completed.stderr.strip().splitlines() or ["no output"])[-1])
-    return json.loads(completed.stdout)
-
-
-def _digests_main() -> None:
-    request = json.loads(sys.stdin.read())
-    suite = load_suite(request["suite"], Path(request["items_dir"]))
-    pools = [Pool(name, seed) for name, seed in request["seeds"]]
-    print(json.dumps({item.id: task_digest([build_task(suite, item, p) for p in pools]) for item in suite.items}))
+def tasks_digest(suite: Suite, item, pools: list[Pool]) -> str:
+    """The digest of one task's instances over the pools (what the fresh process computes)."""
+    return task_digest([build_task(suite, item, p) for p in pools])
 
 
 def format_table(results: list[TaskVerification]) -> str:
