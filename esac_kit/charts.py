@@ -9,30 +9,30 @@ from esac_kit.report import Report
 
 
 def category_frame(report: Report) -> pd.DataFrame:
-    """One row per category: points, maximum, share, the 60 % line and the interval when known."""
+    """One row per category: points, maximum, share, the pass line and the interval when known."""
     rows = []
     for c in report.categories:
         low, high = c.ci_t if c.ci_t else (None, None)
         rows.append({"category": c.id, "points": c.points, "max_points": c.max_points,
-                     "share": c.points / c.max_points, "threshold": 0.6, "passed": c.passed,
+                     "share": c.points / c.max_points, "threshold": report.pass_fraction, "passed": c.passed,
                      "ci_low": None if low is None else low / c.max_points,
                      "ci_high": None if high is None else high / c.max_points})
     return pd.DataFrame(rows)
 
 
 def category_chart(report: Report) -> alt.LayerChart:
-    """Share of each category's points with its interval and the 60 % pass line (amendment 001 §10)."""
+    """Share of each category's points with its interval and the pass line (amendment 001 §10)."""
     frame = category_frame(report)
     base = alt.Chart(frame).encode(y=alt.Y("category:N", sort=None, title=None))
     bars = base.mark_bar().encode(
         x=alt.X("share:Q", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%"), title="share of points"),
         color=alt.Color("passed:N", scale=alt.Scale(domain=[True, False], range=["#4c78a8", "#e45756"]),
-                        legend=alt.Legend(title="≥ 60 %")),
+                        legend=alt.Legend(title=f"≥ {report.pass_rule.percent}")),
         tooltip=["category", "points", "max_points", alt.Tooltip("share:Q", format=".1%")])
     layers = [bars]
     if frame["ci_low"].notna().any():
         layers.append(base.mark_rule(color="black").encode(x="ci_low:Q", x2="ci_high:Q"))
-    line = alt.Chart(pd.DataFrame({"threshold": [0.6]})).mark_rule(strokeDash=[4, 3], color="gray").encode(
+    line = alt.Chart(pd.DataFrame({"threshold": [report.pass_fraction]})).mark_rule(strokeDash=[4, 3], color="gray").encode(
         x="threshold:Q")
     title = f"{report.suite.upper()} {report.version} · {report.model.name} · {report.total:.1f}/{report.max_total:g}"
     return alt.layer(*layers, line).properties(title=title, width=420, height=22 * len(frame))

@@ -1,4 +1,4 @@
-"""The `esac` command line: items, show and verify; errors become one line and a distinct exit code."""
+"""The `esac-kit` command line (also `python -m esac_kit`); errors become one line and a distinct exit code."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from pathlib import Path
 from esac_kit import __version__
 from esac_kit.errors import ConfigError, EsacError, VerificationFailed
 from esac_kit.instances import build_task, generate
+from esac_kit.kinds import kind_of
 from esac_kit.pools import Pool, custom_pool, heldout_pool, public_pool
 from esac_kit.suite import Suite, load_suite
 
@@ -59,70 +60,43 @@ def cmd_show(args: argparse.Namespace) -> int:
     suite = _suite(args)
     pool = _pool(args, suite)
     item = suite.item(args.item)
-    task = build_task(suite, item, pool) if item.scoring == "agentic" else None
+    kind = kind_of(item)
+    task = build_task(suite, item, pool) if kind.episodic else None
     instance = generate(suite, item, pool, args.pack, task)
     print(f"# {item.id} ({item.category}, {item.scoring}) | {suite.manifest.name} {suite.manifest.version} | "
           f"pool {pool.label}")
     print(instance.prompt)
-    if task is not None:
-        print("\n# tools")
-        for schema in task.describe()["tools"]:
-            function = schema["function"]
-            print(f"- {function['name']}({', '.join(function['parameters']['properties'])}): "
-                  f"{function['description']}")
-        if args.answer:
-            print("\n# checks")
-            for check in task.checks:
-                print(f"- {check.id}{' (guard)' if check.guard else ''}: {check.description}")
-            for name, script in task.scripts().items():
-                print(f"\n# {name} agent")
-                for call in script:
-                    print(f"  {call.name}({json.dumps(call.args, sort_keys=True)})")
-        return 0
-    if args.answer:
-        print("\n# key")
-        print(instance.key.model_dump_json(indent=2))
-        print("\n# reference response")
-        print(instance.reference)
+    shown = kind.show(instance, task, args.answer)
+    if shown:
+        print(shown)
     return 0
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    """Check every parametrized item over N seeds and print a table; non-zero exit on any failure."""
-    from esac_kit.verify import format_table, verify_suite
-
+    """Check every parametrized item's guarantees over N seeds, each kind by its own verify; non-zero on failure."""
     suite = _suite(args)
     pool = _pool(args, suite)
-    if any(i.scoring == "agentic" for i in suite.items):
-        return _verify_agentic(suite, pool, args.seeds or 50)
-    args.seeds = args.seeds or 200
-    print(f"verify {suite.manifest.name} {suite.manifest.version}, pool {pool.label}, {args.seeds} seeds per item",
-          flush=True)
-    results = verify_suite(suite, pool, args.seeds,
-                           progress=lambda item: print(f"  … {item}", file=sys.stderr, flush=True))
-    print(format_table(results))
-    failed = [r.item_id for r in results if not r.passed]
-    authored = [i.id for i in suite.items if not i.parametrized]
-    print(f"{len(results) - len(failed)}/{len(results)} parametrized items pass; {len(authored)} authored "
-          f"judge-graded items are not parametrized (amendment 001 §4)")
+    by_verify: dict = {}  # kinds that share one verify (GI's scored-in-code kinds) check their items together
+    for item in suite.items:
+        by_verify.setdefault(type(kind_of(item)).verify, []).append(item)
+    failed, unverified = [], []
+    for items in by_verify.values():
+        kind = kind_of(items[0])
+        seeds = args.seeds or kind.verify_seeds
+        outcome = kind.verify(suite, items, pool, seeds,
+                              lambda text: print(f"  … {text}", file=sys.stderr, flush=True))
+        if outcome is None:
+            unverified += [i.id for i in items]
+            continue
+        print(f"verify {suite.manifest.name} {suite.manifest.version}, pool {pool.label}, {seeds} seeds per item"
+              f"{'; ' + outcome.method if outcome.method else ''}", flush=True)
+        print(outcome.table)
+        print(outcome.summary)
+        failed += outcome.failed
+    if unverified:
+        print(f"{len(unverified)} authored items are not parametrized and have no verify (amendment 001 §4)")
     if failed:
         raise VerificationFailed(f"verify failed for {len(failed)} item(s): {', '.join(failed)}")
-    return 0
-
-
-def _verify_agentic(suite: Suite, pool: Pool, seeds: int) -> int:
-    """Drive every AG task's scripted agents through the episode loop over seeds; non-zero exit on any failure."""
-    from esac_kit.ag.verify import format_table, verify_ag
-
-    print(f"verify {suite.manifest.name} {suite.manifest.version}, pool {pool.label}, {seeds} seeds per task; "
-          f"reference, null, wasteful and unsafe agents over a loopback server (OpenAI and Anthropic protocols)",
-          flush=True)
-    results = verify_ag(suite, pool, seeds, progress=lambda text: print(f"  … {text}", file=sys.stderr, flush=True))
-    print(format_table(results))
-    failed = [r.item_id for r in results if not r.passed]
-    print(f"{len(results) - len(failed)}/{len(results)} tasks pass")
-    if failed:
-        raise VerificationFailed(f"verify failed for {len(failed)} task(s): {', '.join(failed)}")
     return 0
 
 
@@ -217,41 +191,26 @@ def export_html(run: Path) -> Path:
 
 
 def cmd_rubric_check(args: argparse.Namespace) -> int:
-    """Judge every anchor of the judge-graded items twice and report whether each required order holds."""
-    import asyncio
-
-    from esac_kit.providers import make_provider, parse_model
-    from esac_kit.rubric_check import check_items, format_checks
+    """Judge every anchor of the judge-graded items as a run judges an answer and test each required order."""
     from esac_kit.runner import RetryPolicy
-    from esac_kit.runs import endpoints_for
 
     suite = _suite(args)
-    judged = [i for i in suite.items if i.scoring == "judge"]
+    judged = [i for i in suite.items if kind_of(i).judged]
     if args.item:
         judged = [suite.item(args.item)]
-        if judged[0].scoring != "judge":
+        if not kind_of(judged[0]).judged:
             raise ConfigError(f"item '{args.item}' is not judge-graded: it has no rubric to check")
-    pairs = [(item, variant) for item in judged for variant in item.variants]
-    if args.pack:
-        from esac_kit.instances import pack_item
-
-        pairs += [(item, variant) for item in judged for variant in pack_item(suite, item, args.pack).variants]
     pin = suite.manifest.judge
     judge_name = args.judge or (pin.model if pin else None)
     if judge_name is None:
         raise ConfigError("no judge: pass --judge MODEL")
-    ref = parse_model(judge_name)
     policy = RetryPolicy(max_attempts=args.max_attempts, base_s=args.retry_base_s)
-    print(f"rubric check: {len(pairs)} variant(s), judge {judge_name}, 2 judgements per anchor", flush=True)
-    with endpoints_for([judge_name]) as urls:
-        checks = asyncio.run(check_items(
-            pairs, lambda client: make_provider(ref, client, urls.get(ref.provider)),
-            pin.temperature if pin else 0.7, pin.max_tokens if pin else 1024, policy))
-    print(format_checks(checks))
-    violated = [f"{c.item_id} [{c.variant_id}]" for c in checks if not c.holds]
-    print(f"{len(checks) - len(violated)}/{len(checks)} variants produce their required order")
-    if violated:
-        raise VerificationFailed(f"rubric order violated for {', '.join(violated)}")
+    outcome = kind_of(judged[0]).check_rubrics(suite, judged, judge_name, args.pack, policy,
+                                               lambda text: print(text, flush=True))
+    print(outcome.table)
+    print(outcome.summary)
+    if outcome.failed:
+        raise VerificationFailed(f"rubric order violated for {', '.join(outcome.failed)}")
     return 0
 
 
@@ -308,7 +267,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand."""
-    parser = argparse.ArgumentParser(prog="esac", description="ESAC kit: generate, run, score and report ESAC.")
+    parser = argparse.ArgumentParser(prog="esac-kit", description="ESAC kit: generate, run, score and report ESAC.")
     parser.add_argument("--version", action="version", version=f"esac-kit {__version__}")
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--suite", default="gi", help="suite id (default: gi)")
@@ -389,7 +348,7 @@ def _stop_on_sigterm(signum, frame) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the `esac` console script."""
+    """Entry point of the `esac-kit` console script and of `python -m esac_kit`."""
     on_main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _stop_on_sigterm) if on_main_thread else None
     try:
@@ -408,10 +367,10 @@ def _dispatch(argv: list[str] | None) -> int:
     try:
         return args.handler(args)
     except EsacError as error:
-        print(f"esac: error: {error}", file=sys.stderr)
+        print(f"esac-kit: error: {error}", file=sys.stderr)
         return error.exit_code
     except KeyboardInterrupt:
-        print("esac: interrupted; a run keeps its finished work: `esac run --resume RUN`", file=sys.stderr)
+        print("esac-kit: interrupted; a run keeps its finished work: `esac-kit run --resume RUN`", file=sys.stderr)
         return 130
 
 

@@ -18,7 +18,7 @@ def load_report(folder: Path) -> Report:
     try:
         return Report.model_validate_json(path.read_text(encoding="utf-8"))
     except OSError:
-        raise ConfigError(f"{path}: no report: finish the run or render it with `esac report {folder}`") from None
+        raise ConfigError(f"{path}: no report: finish the run or render it with `esac-kit report {folder}`") from None
     except ValidationError as error:
         raise ConfigError(f"{path}: not a report of this kit: {error.errors()[0]['msg']}") from None
 

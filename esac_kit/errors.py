@@ -20,6 +20,6 @@ class InfrastructureAbort(EsacError):
 
 
 class VerificationFailed(EsacError):
-    """`esac verify` found an item that breaks one of its guarantees."""
+    """`esac-kit verify` found an item that breaks one of its guarantees."""
 
     exit_code = 1

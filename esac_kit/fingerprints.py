@@ -20,12 +20,13 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from esac_kit.errors import ConfigError
+from esac_kit.kinds import kind_of
 from esac_kit.suite import Suite
 
 VERSIONS_FILE = "versions.toml"
 # The code that decides a score; generators are content, since they make instances and their keys together.
-SCORING_MODULES = ("esac_kit.scoring", "esac_kit.normalise", "esac_kit.constraints", "esac_kit.verifiable",
-                   "esac_kit.judge", "esac_kit.sandbox")
+SCORING_MODULES = ("esac_kit.scoring", "esac_kit.gi.scoring", "esac_kit.gi.normalise", "esac_kit.gi.constraints", "esac_kit.gi.verifiable",
+                   "esac_kit.gi.judge", "esac_kit.sandbox")
 # ESAC-AG adds the episode's bookkeeping, the loop and the environment base: they decide checks and efficiency.
 AGENTIC_SCORING_MODULES = ("esac_kit.ag.episode", "esac_kit.ag.loop", "esac_kit.ag.env")
 
@@ -94,7 +95,7 @@ def compute(suite: Suite) -> Fingerprints:
         "generator_code": {name: code_digest(name) for name in generators},
         "public_seed": m.public_seed,
     }
-    agentic = any(i.scoring == "agentic" for i in suite.items)
+    agentic = any(kind_of(i).episodic for i in suite.items)
     modules = SCORING_MODULES + (AGENTIC_SCORING_MODULES if agentic else ())
     scoring = {
         "code": {name: code_digest(name) for name in modules},
@@ -163,7 +164,7 @@ def check_versions(suite: Suite) -> list[str]:
     if needed:
         what = "scoring" if needed == "major" else "content"
         problems.append(f"the {what} fingerprint changed since {latest.version}: a {needed} change, release it as "
-                        f"{bumped(latest.version, needed)} (`esac fingerprints --release`)")
+                        f"{bumped(latest.version, needed)} (`esac-kit fingerprints --release`)")
     return problems
 
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from esac_kit.errors import ConfigError
+from esac_kit.kinds import kind_of, resolve
 from esac_kit.pools import Pool
 from esac_kit.rng import ItemRng, derive_item_key
-from esac_kit.schemas import AgenticKey, Generated, Instance, ItemSpec, JudgeKey
-from esac_kit.suite import Suite, read_item, resolve_generator
+from esac_kit.schemas import Instance, ItemSpec
+from esac_kit.suite import Suite, read_item
 
 
 def item_rng(suite: Suite, item: ItemSpec, pool: Pool) -> ItemRng:
@@ -19,34 +20,21 @@ def item_rng(suite: Suite, item: ItemSpec, pool: Pool) -> ItemRng:
 def generate(suite: Suite, item: ItemSpec, pool: Pool, pack: Path | None = None, task=None) -> Instance:
     """Make one instance; authored items in the held-out pool take their variants from the private pack.
     An AG task already built for this pool can be passed as `task`, so it is not generated twice."""
-    rng = item_rng(suite, item, pool)
-    if item.scoring == "agentic":
-        generated = _agentic(task or build_task(suite, item, pool))
-    elif item.parametrized:
-        generated: Generated = resolve_generator(item.generator)(rng)
-    else:
-        source = pack_item(suite, item, pack) if pool.name == "heldout" else item
-        variant = rng.choice(source.variants)
-        ideal = next((a.response for a in variant.anchors if a.kind == "ideal"), "")
-        generated = Generated(prompt=variant.prompt, key=JudgeKey(variant=variant.id, facts=variant.facts), reference=ideal)
+    held_out = (lambda: pack_item(suite, item, pack)) if pool.name == "heldout" else None
+    generated = kind_of(item).generate(item, item_rng(suite, item, pool), held_out, task)
     return Instance(suite=suite.manifest.suite, version=suite.manifest.version, item_id=item.id,
                     category=item.category, pool=pool.name, prompt=generated.prompt, key=generated.key,
                     reference=generated.reference)
 
 
 def build_task(suite: Suite, item: ItemSpec, pool: Pool):
-    """An AG task instance (environment factory, checks, scripts) for this pool."""
-    return resolve_generator(item.generator)(item_rng(suite, item, pool))
+    """The live task of an episodic item (environment factory, checks, scripts) for this pool."""
+    return resolve(item.generator)(item_rng(suite, item, pool))
 
 
-def _agentic(task) -> Generated:
-    """An AG task as an instance record: its prompt, its tools and checks, and the reference script."""
-    from esac_kit.ag.task import script_json
-
-    described = task.describe()
-    key = AgenticKey(tools=[t["function"]["name"] for t in described["tools"]],
-                     checks=[c.description for c in task.checks])
-    return Generated(prompt=task.prompt, key=key, reference=script_json(task.reference))
+def build_tasks(suite: Suite, items: list[ItemSpec], pool: Pool) -> dict[str, object]:
+    """Every episodic item's live task for this pool, by item id."""
+    return {i.id: build_task(suite, i, pool) for i in items if kind_of(i).episodic}
 
 
 def pack_item(suite: Suite, item: ItemSpec, pack: Path | None) -> ItemSpec:
@@ -58,7 +46,7 @@ def pack_item(suite: Suite, item: ItemSpec, pack: Path | None) -> ItemSpec:
     if not path.is_file():
         raise ConfigError(f"{path}: missing from the item pack: the held-out pool needs a variant of '{item.id}'")
     held_out = read_item(path)
-    if held_out.category != item.category or held_out.scoring != item.scoring:
+    if held_out.category != item.category or kind_of(held_out) is not kind_of(item):
         raise ConfigError(f"{path}: field 'category': the pack item must match the suite item '{item.id}'")
     return held_out
 

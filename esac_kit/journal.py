@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from esac_kit.errors import ConfigError
+from esac_kit.outcomes import ModelOutcome
 
 CONFIG_FILE = "run.json"
 JOURNAL_FILE = "observations.jsonl"
@@ -26,7 +27,7 @@ class Observation(BaseModel):
     category: str
     model_replicate: int
     judge_replicate: int | None
-    outcome: str
+    outcome: ModelOutcome
     score: float
     score_detail: dict[str, Any] = {}
     response: str

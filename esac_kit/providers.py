@@ -11,14 +11,16 @@ import json
 import os
 import re
 import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import httpx
 
 from esac_kit.errors import ConfigError
+from esac_kit.outcomes import ReplyOutcome, TransientFailure
 
-Outcome = Literal["answered", "empty", "refusal", "inability", "output_budget", "time_budget"]
 RETRYABLE_STATUS = {408, 409, 429}
 CONFIG_STATUS = {400, 401, 403, 404}
 KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
@@ -33,15 +35,17 @@ _INABILITY = re.compile(r"^\W*(i('| a)m (not able|unable)|i can(no|')t|i cannot|
 class ModelRef:
     """A parsed model string: `openai:MODEL`, `anthropic:MODEL`, either with `@BASE_URL`, or `local`."""
 
-    provider: Literal["openai", "anthropic", "local", "scripted"]
+    provider: str  # openai | anthropic | local, or a served prefix such as ESAC-AG's `scripted`
     model: str
     base_url: str | None = None
 
     @property
     def name(self) -> str:
         """The model string as written, without secrets (URLs carry none)."""
-        if self.provider in ("local", "scripted"):
-            return "local" if self.provider == "local" else f"scripted:{self.model}"
+        if self.provider == "local":
+            return "local"
+        if self.provider in SERVED:
+            return f"{self.provider}:{self.model}"
         return f"{self.provider}:{self.model}" + (f"@{self.base_url}" if self.base_url else "")
 
     @property
@@ -50,20 +54,37 @@ class ModelRef:
         return re.sub(r"[^A-Za-z0-9._-]+", "_", self.provider + "-" + self.model).strip("_")
 
 
+@dataclass(frozen=True)
+class ServedModels:
+    """Models the kit serves itself on a loopback server, registered by a suite package under a prefix."""
+
+    description: str
+    names: tuple[str, ...]
+    serve: Callable[[str, dict], AbstractContextManager[str]]  # (model, the run's tasks) -> the server's base URL
+
+
+SERVED: dict[str, ServedModels] = {}
+
+
+def register_served(prefix: str, models: ServedModels) -> None:
+    """Accept `PREFIX:NAME` model strings served by `models.serve` (ESAC-AG registers its scripted agents)."""
+    SERVED[prefix] = models
+
+
 def parse_model(text: str) -> ModelRef:
     """Parse a model string or raise a ConfigError that shows the accepted forms."""
     if text == "local":
         return ModelRef("local", "SmolLM2-135M-Instruct")
-    if text.startswith("scripted:"):  # ESAC-AG's scripted agents, served by a loopback server
-        from esac_kit.ag.policies import POLICIES
-
-        policy = text.partition(":")[2]
-        if policy not in POLICIES:
-            raise ConfigError(f"unknown scripted agent '{policy}': use one of {', '.join(POLICIES)}")
-        return ModelRef("scripted", policy)
     provider, sep, rest = text.partition(":")
+    if provider in SERVED:
+        served = SERVED[provider]
+        if rest not in served.names:
+            raise ConfigError(f"unknown {served.description} '{rest}': use one of {', '.join(served.names)}")
+        return ModelRef(provider, rest)
     if not sep or provider not in KEY_ENV or not rest:
-        raise ConfigError(f"unknown model '{text}': use local, openai:MODEL, anthropic:MODEL, or add @BASE_URL")
+        served = "".join(f", {prefix}:NAME ({models.description}s)" for prefix, models in SERVED.items())
+        raise ConfigError(f"unknown model '{text}': use local, openai:MODEL, anthropic:MODEL, or add "
+                          f"@BASE_URL{served}")
     model, _, base_url = rest.partition("@")
     if not model:
         raise ConfigError(f"model string '{text}' names no model")
@@ -84,7 +105,7 @@ class ModelReply:
     """A valid reply from the model: its text, tool calls, outcome class and usage."""
 
     text: str
-    outcome: Outcome
+    outcome: ReplyOutcome
     tokens_in: int
     tokens_out: int
     latency_s: float
@@ -94,21 +115,6 @@ class ModelReply:
 
 class ContextExceeded(ConfigError):
     """HTTP 400 because the conversation outgrew the model's context: an AG episode ends on it as a budget."""
-
-
-@dataclass
-class TransientFailure(Exception):
-    """An infrastructure failure: retried under identical conditions, never scored (amendment 001 §8)."""
-
-    kind: str
-    endpoint: str
-    status: int | None = None
-    detail: str = ""
-    retry_after: float | None = None
-
-    def __str__(self) -> str:
-        status = f" HTTP {self.status}" if self.status else ""
-        return f"{self.kind}{status} from {self.endpoint}" + (f": {self.detail}" if self.detail else "")
 
 
 @dataclass(frozen=True)
@@ -125,7 +131,7 @@ class ChatRequest:
 
 
 def classify_outcome(text: str, finish_reason: str | None, refused: bool, latency_s: float,
-                     time_budget_s: float | None, tool_calls: bool = False) -> Outcome:
+                     time_budget_s: float | None, tool_calls: bool = False) -> ReplyOutcome:
     """Classify a valid reply into the model outcomes of amendment 001 §8."""
     if time_budget_s is not None and latency_s > time_budget_s:
         return "time_budget"

@@ -10,8 +10,8 @@ from pydantic import BaseModel
 
 from esac_kit import __version__
 from esac_kit.journal import Observation
-from esac_kit.runner import plan
-from esac_kit.scoring import aggregate
+from esac_kit.kinds import kind_of, plan
+from esac_kit.scoring import AMENDMENT_001_PASS, PassRule, aggregate, item_score
 from esac_kit.suite import Suite
 
 
@@ -30,7 +30,7 @@ class ItemScore(BaseModel):
 
 
 class CategoryScore(BaseModel):
-    """One category's points, whether it clears 60 % (amendment 001 §10), and its uncertainty."""
+    """One category's points, whether it clears the pass line (amendment 001 §10), and its uncertainty."""
 
     id: str
     points: float
@@ -85,6 +85,7 @@ class Report(BaseModel):
     kit_version: str
     created_at: str
     rendered_at: str
+    pass_fraction: float = AMENDMENT_001_PASS.fraction  # from the manifest: every label and chart uses this line
     total: float
     max_total: float
     passed: bool
@@ -101,6 +102,11 @@ class Report(BaseModel):
     modifier: float | None = None
     max_modifier: float | None = None
     efficiency: list[TaskEfficiency] | None = None
+
+    @property
+    def pass_rule(self) -> PassRule:
+        """The pass rule this report was scored under."""
+        return PassRule(self.pass_fraction)
 
     def scores(self) -> dict:
         """The part of a report that must not depend on how the run was interrupted or retried."""
@@ -122,16 +128,14 @@ def build_report(suite: Suite, config, observations: list[Observation]) -> Repor
         rows = by_item.get(spec.id, [])
         if not rows:
             continue
-        score = sum(o.score for o in rows) / len(rows)
+        score = item_score([o.score for o in rows])
         answers = {o.model_replicate: o.outcome for o in rows}
         items.append(ItemScore(item_id=spec.id, category=spec.category, weight=spec.weight, score=round(score, 9),
                                observations=len(rows), outcomes=dict(Counter(answers.values())),
                                instance_sha256=rows[0].prompt_sha256))
         scores[spec.id], weights[spec.id], categories[spec.id] = score, spec.weight, spec.category
     manifest = suite.manifest
-    # The pass rule reads the capability points only: the AG modifier is not a category (amendment 001 §1, §10).
-    result = aggregate(manifest.model_copy(update={"total_points": manifest.capability_points}), scores, weights,
-                       categories)
+    result = aggregate(manifest, scores, weights, categories)
     planned_items = [i for i in suite.items if not config.items or i.id in config.items]
     planned = len(plan(planned_items))
     notes = list(config.notes)
@@ -158,50 +162,15 @@ def build_report(suite: Suite, config, observations: list[Observation]) -> Repor
                     | ({"max_turns_cap": config.max_turns_cap} if getattr(config, "max_turns_cap", None) else {})),
         judge=judge, official=not notes, notes=notes, kit_version=__version__,
         created_at=config.created_at, rendered_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        pass_fraction=manifest.pass_fraction,
         total=round(result.total, 9), max_total=manifest.total_points, passed=result.passed, reasons=result.reasons,
         categories=[CategoryScore(id=c.id, points=round(c.points, 9), max_points=c.max_points, passed=c.passed)
                     for c in result.categories],
         items=items, model_outcomes=dict(Counter(o.outcome for o in answers.values())), retries=dict(retries),
         tokens=tokens)
-    if manifest.efficiency_points:
-        report = _with_efficiency(report, manifest.efficiency_points, planned_items, by_item)
+    for kind in dict.fromkeys(kind_of(i) for i in planned_items):
+        report = kind.report_extras(report, suite, [i for i in planned_items if kind_of(i) is kind], by_item)
     return add_uncertainty(report, suite, ordered)
-
-
-def _with_efficiency(report: Report, points: float, planned_items, by_item) -> Report:
-    """Add the efficiency breakdown and the modifier; a task not yet run counts as failed, so it never overstates."""
-    from esac_kit.ag.episode import Efficiency, modifier
-
-    breakdown, entries = [], []
-    for item in planned_items:
-        rows = by_item.get(item.id)
-        detail = rows[0].score_detail if rows else None
-        if not detail or "efficiency" not in detail:
-            entries.append(Efficiency(0, 1, 1, 0.0, 0.0))
-            continue
-        measured, counts, steps = detail["efficiency"], detail["counts"], detail["steps"]
-        entries.append(Efficiency(**measured))
-        breakdown.append(TaskEfficiency(
-            item_id=item.id, success=detail["success"], tool_calls=counts["tool_calls"], redundant=counts["redundant"],
-            rework=counts["rework"], invalid=counts["invalid"], tokens=counts["tokens"], **measured,
-            redundant_calls=[f"{_call(s)} repeats #{s['redundant_of']}" for s in steps if s["redundant_of"] is not None],
-            rework_calls=[f"{_call(s)} overwrites #{', #'.join(map(str, s['rework_of']))}" for s in steps
-                          if s["rework_of"]],
-            invalid_calls=[f"{_call(s)}: {s['result'][:120]}" for s in steps if s["status"] == "invalid"]))
-    value = round(modifier(entries, points), 9)
-    return report.model_copy(update={"capability": report.total, "max_capability": report.max_total - points,
-                                     "modifier": value, "max_modifier": points, "efficiency": breakdown,
-                                     "total": round(report.total + value, 9)})
-
-
-def _call(step: dict) -> str:
-    """A recorded call in one short line: #index tool(arguments)."""
-    import json
-
-    arguments = json.dumps(step["arguments"], sort_keys=True) if not isinstance(step["arguments"], str) \
-        else step["arguments"]
-    arguments = arguments if len(arguments) <= 80 else arguments[:77] + "..."
-    return f"#{step['index']} {step['tool']}({arguments})"
 
 
 def add_uncertainty(report: Report, suite: Suite, observations: list[Observation]) -> Report:
@@ -219,7 +188,7 @@ def add_uncertainty(report: Report, suite: Suite, observations: list[Observation
     items = [i.model_copy(update={"answer_spread": _finite(spreads.at[i.item_id, "answer_spread"]),
                                   "judge_spread": _finite(spreads.at[i.item_id, "judge_spread"])})
              if i.item_id in spreads.index else i for i in report.items]
-    intervals = category_intervals(frame, weights, points).set_index("category")
+    intervals = category_intervals(frame, weights, points, rule=report.pass_rule).set_index("category")
 
     def bounds(row, low: str, high: str):
         pair = (_finite(row[low]), _finite(row[high]))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import random
 import time
 from collections import Counter
@@ -17,17 +18,15 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from esac_kit.cache import ResponseCache, cache_key
-from esac_kit.errors import ConfigError, EsacError, InfrastructureAbort
+from esac_kit.errors import EsacError, InfrastructureAbort
 from esac_kit.journal import Journal, Observation
-from esac_kit.judge import EMPTY_RATIONALE, empty_levels, judge_request, observation_levels, parse_verdict
-from esac_kit.providers import ChatRequest, ModelReply, Provider, TransientFailure
+from esac_kit.kinds import Slot, kind_of
+from esac_kit.outcomes import TransientFailure
+from esac_kit.providers import ChatRequest, ModelReply, Provider
 from esac_kit.sandbox import SandboxError
-from esac_kit.schemas import CodeTestsKey, Instance, ItemSpec
-from esac_kit.scoring import score_response, score_verdict
+from esac_kit.schemas import Instance, ItemSpec
 
 T = TypeVar("T")
-MODEL_REPLICATES_JUDGED = 2
-JUDGE_REPLICATES = 2
 
 
 @dataclass(frozen=True)
@@ -59,7 +58,7 @@ async def with_retries(attempt: Callable[[], Awaitable[T]], policy: RetryPolicy,
             waited = time.monotonic() - started
             if number == policy.max_attempts or waited >= policy.deadline_s:
                 raise InfrastructureAbort(f"{role} call for item {item_id} failed {number} times; last: {failure}; "
-                                          f"run aborted, finished work kept: resume with `esac run --resume RUN`"
+                                          f"run aborted, finished work kept: resume with `esac-kit run --resume RUN`"
                                           ) from None
             retries[kind] += 1
             if on_retry:
@@ -67,26 +66,6 @@ async def with_retries(attempt: Callable[[], Awaitable[T]], policy: RetryPolicy,
             delay = policy.delay(number, getattr(failure, "retry_after", None))
             await asyncio.sleep(min(delay, max(0.0, policy.deadline_s - waited)))
     raise AssertionError("unreachable")
-
-
-@dataclass(frozen=True)
-class Slot:
-    """One planned observation: an item, a model replicate and, for judged items, a judge replicate."""
-
-    item_id: str
-    model_replicate: int
-    judge_replicate: int | None
-
-
-def plan(items: list[ItemSpec]) -> list[Slot]:
-    """The replication plan: one slot per deterministic item, 2 × 2 slots per judge-graded item (amendment 001 §5)."""
-    slots = []
-    for item in items:
-        if item.scoring == "judge":
-            slots += [Slot(item.id, m, j) for m in range(MODEL_REPLICATES_JUDGED) for j in range(JUDGE_REPLICATES)]
-        else:
-            slots.append(Slot(item.id, 0, None))
-    return slots
 
 
 @dataclass
@@ -127,8 +106,10 @@ class RunSettings:
     on_progress: Callable[[Progress], None] | None = None
 
 
+
 class Runner:
-    """Fills the plan's slots for one run, journalling each observation as it lands."""
+    """Fills the plan's slots for one run, journalling each observation as it lands; each item's kind decides how
+    its slots are filled and calls back into the runner for model calls, retries and the journal."""
 
     def __init__(self, settings: RunSettings, journal: Journal, items: dict[str, ItemSpec],
                  instances: dict[str, Instance], default_budget_tokens: int, default_budget_s: float,
@@ -142,7 +123,7 @@ class Runner:
         self.default_budget_tokens = default_budget_tokens
         self.default_budget_s = default_budget_s
         self._limits: dict[str, asyncio.Semaphore] = {}
-        self._episode_slots = asyncio.Semaphore(settings.concurrency)
+        self.episode_slots = asyncio.Semaphore(settings.concurrency)  # whole AG episodes, not single requests
         self.progress: Progress | None = None
 
     def _limit(self, provider: Provider) -> asyncio.Semaphore:
@@ -152,120 +133,48 @@ class Runner:
     async def run(self, slots: list[Slot]) -> list[Observation]:
         """Fill every slot not already journalled; raise InfrastructureAbort when a failure persists."""
         done = {o.slot for o in self.journal.observations}
-        self.progress = Progress(total=len(slots), done=len(done & {(s.item_id, s.model_replicate,
-                                                                     s.judge_replicate) for s in slots}))
+        self.progress = Progress(total=len(slots), done=len(done & {s.key for s in slots}))
         self.progress.resumed = self.progress.done
         self._report()
         pending: dict[tuple[str, int], list[Slot]] = {}
         for slot in slots:
-            if (slot.item_id, slot.model_replicate, slot.judge_replicate) not in done:
+            if slot.key not in done:
                 pending.setdefault((slot.item_id, slot.model_replicate), []).append(slot)
         # Longest chains first: answers that a judge must then grade start before single-call items.
         ordered = sorted(pending.items(), key=lambda entry: -len(entry[1]))
         try:
             async with asyncio.TaskGroup() as group:
                 for (item_id, replicate), item_slots in ordered:
-                    group.create_task(self._answer_and_score(item_id, replicate, item_slots))
+                    item = self.items[item_id]
+                    group.create_task(kind_of(item).observe(self, item, self.instances[item_id], replicate,
+                                                            item_slots))
         except* EsacError as failed:  # an abort or a configuration error: the first one speaks for the run
             raise failed.exceptions[0] from None
         return self.journal.observations
 
-    async def _answer_and_score(self, item_id: str, replicate: int, slots: list[Slot]) -> None:
-        item, instance = self.items[item_id], self.instances[item_id]
-        if item.scoring == "agentic":
-            async with self._episode_slots:  # whole episodes, not just requests: each keeps its conversation warm
-                self.journal.append(await self._agentic(item, slots[0]))
-            self.progress.turns.pop(item_id, None)
-            self.progress.done += 1
-            self._report()
-            return
-        reply, attempts, retries = await self._model_reply(item, instance, replicate)
-        for n, slot in enumerate(slots):
-            if n:  # the answer's own attempts and retries are counted once, on its first observation
-                attempts, retries = 1, Counter()
-            if slot.judge_replicate is None:
-                scored, more_attempts, more = await with_retries(
-                    lambda: _score(instance, reply.text), self.settings.policy, item_id, "scoring", self._count_retry)
-                observation = self._observation(item, slot, reply, attempts + more_attempts - 1,
-                                                retries + more, scored.score, scored.detail)
-            else:
-                observation = await self._judged(item, instance, slot, reply, attempts, retries)
-            self.journal.append(observation)
-            self.progress.done += 1
-            self._report()
+    def output_budget(self, item: ItemSpec) -> int:
+        """The item's output budget in tokens (per turn for AG), under the embedded model's development cap."""
+        budget = item.output_budget_tokens or self.default_budget_tokens
+        return min(budget, self.settings.max_tokens_cap) if self.settings.max_tokens_cap else budget
 
-    async def _agentic(self, item: ItemSpec, slot: Slot) -> Observation:
-        """One episode of an AG task; an environment crash restarts it from scratch (amendment 001 §8)."""
-        from esac_kit.ag.loop import Budgets, run_episode
+    def time_budget(self, item: ItemSpec) -> float:
+        """The item's time budget in seconds (per episode for AG)."""
+        return item.time_budget_s or self.default_budget_s
 
-        provider, calls = self.settings.model, {"attempts": 0, "retries": Counter()}
-        turn_tokens = item.output_budget_tokens or self.default_budget_tokens
-        if self.settings.max_tokens_cap:
-            turn_tokens = min(turn_tokens, self.settings.max_tokens_cap)
-        steps = min(item.step_budget, self.settings.max_turns_cap or item.step_budget)
-        budgets = Budgets(steps=steps, tokens=self.episode_token_budget or 10**9,
-                          time_s=item.time_budget_s or self.default_budget_s, turn_tokens=turn_tokens)
-
-        async def chat(request: ChatRequest, turn: int, seconds_left: float) -> ModelReply:
-            reply, attempts, retries = await self._cached_chat(provider, request, "agent", slot.model_replicate,
-                                                               item.id, seconds_left, salt=f"turn{turn}")
-            calls["attempts"] += attempts - 1
-            calls["retries"].update(retries)
-            self.progress.turns[item.id] = turn + 1  # long episodes show life between observations
-            self._report()
-            return reply
-
-        result, attempts, retries = await with_retries(
-            lambda: run_episode(self.tasks[item.id], item.id, item.efficiency, provider, chat, budgets,
-                                self.settings.temperature), self.settings.policy, item.id, "environment",
-            self._count_retry)
-        reply = ModelReply(result.answer, result.outcome, result.tokens_in, result.tokens_out,  # type: ignore[arg-type]
-                           result.latency_s)
-        observation = self._observation(item, slot, reply, attempts + calls["attempts"],
-                                        retries + calls["retries"], result.detail["score"], result.detail)
-        return observation
-
-    async def _model_reply(self, item: ItemSpec, instance: Instance, replicate: int) -> tuple[ModelReply, int, Counter]:
+    async def model_answer(self, item: ItemSpec, instance: Instance, replicate: int) -> tuple[ModelReply, int, Counter]:
+        """The model's answer to an instance; a resumed judged item reuses its journalled answer and asks nothing."""
         earlier = next((o for o in self.journal.observations
                         if o.item_id == item.id and o.model_replicate == replicate), None)
-        if earlier is not None:  # resuming a judged item: reuse the journalled answer, ask nothing again
+        if earlier is not None:
             return (ModelReply(earlier.response, earlier.outcome, earlier.tokens_in, earlier.tokens_out,  # type: ignore[arg-type]
                                earlier.latency_s), 1, Counter())
-        budget = item.output_budget_tokens or self.default_budget_tokens
-        if self.settings.max_tokens_cap:
-            budget = min(budget, self.settings.max_tokens_cap)
-        request = ChatRequest(messages=({"role": "user", "content": instance.prompt},), max_tokens=budget,
-                              temperature=self.settings.temperature)
-        time_budget = item.time_budget_s or self.default_budget_s
-        return await self._cached_chat(self.settings.model, request, "model", replicate, item.id, time_budget)
+        request = ChatRequest(messages=({"role": "user", "content": instance.prompt},),
+                              max_tokens=self.output_budget(item), temperature=self.settings.temperature)
+        return await self.chat(self.settings.model, request, "model", replicate, item.id, self.time_budget(item))
 
-    async def _judged(self, item: ItemSpec, instance: Instance, slot: Slot, reply: ModelReply, attempts: int,
-                      retries: Counter) -> Observation:
-        judge, rubric, facts = self.settings.judge, item.rubric, instance.key.facts
-        if not reply.text.strip():
-            levels, rationale, verdict_reply = empty_levels(rubric), EMPTY_RATIONALE, None
-        else:
-            if judge is None:
-                raise ConfigError(f"item {item.id} is judge-graded but the run has no judge")
-            request = judge_request(rubric, instance.prompt, reply.text, item.id, slot.judge_replicate,
-                                    self.settings.judge_temperature, self.settings.judge_max_tokens)
-            verdict_reply, judge_attempts, judge_retries = await self._cached_chat(
-                judge, request, "judge", slot.judge_replicate, item.id, None, salt=f"{slot.model_replicate}",
-                check=lambda answer: parse_verdict(answer.text, rubric, judge.endpoint))
-            verdict = parse_verdict(verdict_reply.text, rubric, judge.endpoint)
-            attempts, retries = attempts + judge_attempts - 1, retries + judge_retries
-            levels = observation_levels(rubric, verdict.levels, reply.text, facts)
-            rationale = verdict.rationale
-        observation = self._observation(item, slot, reply, attempts, retries, score_verdict(rubric, levels),
-                                        {"levels": levels})
-        return observation.model_copy(update={
-            "judge_levels": levels, "judge_rationale": rationale,
-            "judge_tokens_in": verdict_reply.tokens_in if verdict_reply else 0,
-            "judge_tokens_out": verdict_reply.tokens_out if verdict_reply else 0})
-
-    async def _cached_chat(self, provider: Provider, request: ChatRequest, role: str, replicate: int, item_id: str,
-                           time_budget_s: float | None, salt: str = "",
-                           check: Callable[[ModelReply], object] | None = None) -> tuple[ModelReply, int, Counter]:
+    async def chat(self, provider: Provider, request: ChatRequest, role: str, replicate: int, item_id: str,
+                   time_budget_s: float | None, salt: str = "",
+                   check: Callable[[ModelReply], object] | None = None) -> tuple[ModelReply, int, Counter]:
         """One call through the cache and the retry policy; `check` rejects a reply (e.g. an invalid verdict)
         before it is cached, so a retry asks again instead of rereading the bad reply."""
         cache = self.settings.cache
@@ -282,36 +191,44 @@ class Runner:
                 check(reply)
             return reply
 
-        reply, attempts, retries = await with_retries(once, self.settings.policy, item_id, role, self._count_retry)
+        reply, attempts, retries = await self.retried(once, item_id, role)
         if key and reply.outcome != "time_budget":
             cache.put(key, reply)
         return reply, attempts, retries
+
+    async def retried(self, attempt: Callable[[], Awaitable[T]], item_id: str, role: str) -> tuple[T, int, Counter]:
+        """Call under the run's retry policy, counting retries in the progress."""
+        return await with_retries(attempt, self.settings.policy, item_id, role, self._count_retry)
+
+    def record(self, item: ItemSpec, slot: Slot, reply: ModelReply, attempts: int, retries: Counter, score: float,
+               detail: dict, **extra) -> Observation:
+        """Journal one observation (flushed before this returns) and advance the progress."""
+        instance = self.instances[item.id]
+        observation = Observation(
+            run_id=self.settings.run_id, suite=instance.suite, version=instance.version, pool=instance.pool,
+            item_id=item.id, category=item.category, model_replicate=slot.model_replicate,
+            judge_replicate=slot.judge_replicate, outcome=reply.outcome, score=score, score_detail=_jsonable(detail),
+            response=reply.text, tokens_in=reply.tokens_in, tokens_out=reply.tokens_out, latency_s=reply.latency_s,
+            attempts=attempts, retries=dict(retries), prompt_sha256=hashlib.sha256(instance.prompt.encode()).hexdigest(),
+            **extra)
+        self.journal.append(observation)
+        self.progress.turns.pop(item.id, None)
+        self.progress.done += 1
+        self._report()
+        return observation
+
+    def turn_started(self, item_id: str, turn: int) -> None:
+        """Show life between observations: an AG episode reached another model turn."""
+        self.progress.turns[item_id] = turn
+        self._report()
 
     def _count_retry(self, kind: str) -> None:
         self.progress.retries[kind] += 1
         self._report()
 
-    def _observation(self, item: ItemSpec, slot: Slot, reply: ModelReply, attempts: int, retries: Counter,
-                     score: float, detail: dict) -> Observation:
-        instance = self.instances[item.id]
-        return Observation(run_id=self.settings.run_id, suite=instance.suite, version=instance.version,
-                           pool=instance.pool, item_id=item.id, category=item.category,
-                           model_replicate=slot.model_replicate, judge_replicate=slot.judge_replicate,
-                           outcome=reply.outcome, score=score, score_detail=_jsonable(detail), response=reply.text,
-                           tokens_in=reply.tokens_in, tokens_out=reply.tokens_out, latency_s=reply.latency_s,
-                           attempts=attempts, retries=dict(retries),
-                           prompt_sha256=hashlib.sha256(instance.prompt.encode()).hexdigest())
-
     def _report(self) -> None:
         if self.settings.on_progress and self.progress:
             self.settings.on_progress(self.progress)
-
-
-async def _score(instance: Instance, response: str):
-    """Score a response; sandboxed code runs in a worker thread so other calls go on meanwhile."""
-    if isinstance(instance.key, CodeTestsKey):
-        return await asyncio.to_thread(score_response, instance.key, response)
-    return score_response(instance.key, response)
 
 
 def _passes(check: Callable[[ModelReply], object] | None, reply: ModelReply) -> bool:
@@ -327,6 +244,4 @@ def _passes(check: Callable[[ModelReply], object] | None, reply: ModelReply) -> 
 
 def _jsonable(detail: dict) -> dict:
     """Keep score details JSON-friendly (Fractions and sets become strings)."""
-    import json
-
     return json.loads(json.dumps(detail, default=str))

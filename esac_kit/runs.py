@@ -18,14 +18,14 @@ from esac_kit import __version__
 from esac_kit.artefacts import write_artefacts
 from esac_kit.cache import ResponseCache
 from esac_kit.errors import ConfigError
-from esac_kit.instances import build_task, generate
+from esac_kit.instances import build_tasks, generate
 from esac_kit.journal import CONFIG_FILE, Journal, write_json
-from esac_kit.judge import TEMPLATE_VERSION
 from esac_kit.local import MAX_AGENT_TURN_TOKENS, MAX_AGENT_TURNS, MAX_OUTPUT_TOKENS, embedded_server
 from esac_kit.pools import Pool, commitment_matches, heldout_pool, public_pool
-from esac_kit.providers import ModelRef, Provider, make_provider, parse_model
+from esac_kit.kinds import kind_of, plan
+from esac_kit.providers import SERVED, ModelRef, Provider, make_provider, parse_model
 from esac_kit.report import Report, build_report
-from esac_kit.runner import Progress, RetryPolicy, Runner, RunSettings, plan
+from esac_kit.runner import Progress, RetryPolicy, Runner, RunSettings
 from esac_kit.suite import Suite
 
 
@@ -62,16 +62,16 @@ def new_config(suite: Suite, pool: Pool, model: str, judge: str | None, temperat
                pack: Path | None, items: list[str] | None) -> RunConfig:
     """Settle the run's definition, noting every reason it is not an official result."""
     pin = suite.manifest.judge
-    needs_judge = any(i.scoring == "judge" for i in suite.items if not items or i.id in items)
+    needs_judge = any(kind_of(i).judged for i in suite.items if not items or i.id in items)
     judge = judge or (pin.model if pin and needs_judge else None)
-    if not any(i.scoring == "judge" for i in suite.items):
+    if not any(kind_of(i).judged for i in suite.items):
         judge = None  # a suite without judge-graded items (ESAC-AG) never calls one
     notes = []
     if judge == "local":
         notes.append("embedded judge: this run is unofficial and not comparable with official results")
     elif pin and judge and judge != pin.model:
         notes.append(f"unofficial judge {judge} (the pinned judge is {pin.model})")
-    agentic = any(i.scoring == "agentic" for i in suite.items)
+    agentic = any(kind_of(i).episodic for i in suite.items)
     local_cap = MAX_AGENT_TURN_TOKENS if agentic else MAX_OUTPUT_TOKENS
     if model == "local":
         notes.append(f"embedded model: {'each turn' if agentic else 'answers'} capped at {local_cap} tokens")
@@ -83,8 +83,9 @@ def new_config(suite: Suite, pool: Pool, model: str, judge: str | None, temperat
         # episodes would make it re-read every conversation from the start on every turn.
         concurrency = 1
         notes.append("embedded model: episodes run one at a time, so the server's prompt cache holds")
-    if model.startswith("scripted:"):
-        notes.append(f"{model} is a scripted agent of the kit: a self-check of tasks and scoring, not a model")
+    served = SERVED.get(parse_model(model).provider)
+    if served:
+        notes.append(f"{model} is a {served.description} of the kit: a self-check of tasks and scoring, not a model")
     if pool.name != "heldout":
         notes.append("public pool: a self-check, not a held-out verification run (amendment 001 §3)")
     if items:
@@ -123,22 +124,18 @@ def pool_for(config: RunConfig, suite: Suite, seed_file: Path | None) -> Pool:
 
 @contextlib.contextmanager
 def endpoints_for(models: list[str | None], tasks: dict | None = None) -> Iterator[dict[str, str]]:
-    """Start what the models need (the embedded server for `local`, a loopback server for `scripted:` agents),
-    yield their base URLs by provider, and stop them afterwards."""
+    """Start what the models need (the embedded server for `local`, a loopback server for models the kit serves,
+    such as ESAC-AG's `scripted:` agents), yield their base URLs by provider, and stop them afterwards."""
     with contextlib.ExitStack() as stack:
         urls = {}
-        if "local" in models:
-            urls["local"] = stack.enter_context(embedded_server())
-        scripted = [m for m in models if m and m.startswith("scripted:")]
-        if scripted:
-            from esac_kit.ag.policies import script_for, scripted_answer
-            from esac_kit.loopback import LoopbackServer
-
-            if not tasks:
-                raise ConfigError("scripted agents act only on ESAC-AG tasks: use --suite ag")
-            policy = parse_model(scripted[0]).model
-            scripts = {task.prompt: script_for(task, policy) for task in tasks.values()}
-            urls["scripted"] = stack.enter_context(LoopbackServer(scripted_answer(scripts))).url
+        for model in filter(None, models):
+            ref = parse_model(model)
+            if ref.provider in urls:
+                continue
+            if ref.provider == "local":
+                urls["local"] = stack.enter_context(embedded_server())
+            elif ref.provider in SERVED:
+                urls[ref.provider] = stack.enter_context(SERVED[ref.provider].serve(ref.model, tasks or {}))
         yield urls
 
 
@@ -147,12 +144,9 @@ def execute(folder: Path, config: RunConfig, suite: Suite, pool: Pool, policy: R
     """Run (or continue) the plan in a run folder and write its report; an abort keeps the journal."""
     items = [i for i in suite.items if not config.items or i.id in config.items]
     pack = Path(config.pack) if config.pack else None
-    tasks = {i.id: build_task(suite, i, pool) for i in items if i.scoring == "agentic"}
+    tasks = build_tasks(suite, items, pool)
     # A missing pack stops here, before any write.
     instances = {i.id: generate(suite, i, pool, pack, tasks.get(i.id)) for i in items}
-    if suite.manifest.judge and suite.manifest.judge.template_version != TEMPLATE_VERSION:
-        raise ConfigError(f"{suite.folder / 'manifest.toml'}: field 'judge.template_version': the kit's judge "
-                          f"template is version {TEMPLATE_VERSION}")
     folder.mkdir(parents=True, exist_ok=True)
     write_json(folder / CONFIG_FILE, config.model_dump())
     journal = Journal(folder)

@@ -1,98 +1,45 @@
-"""Scoring: one response against its key, then items to categories to suite, and the pass rule (amendment 001 §10)."""
+"""Aggregation: items to categories to suite, and the pass rule (amendment 001 §2, §10)."""
 
 from __future__ import annotations
 
-import ast
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
-from esac_kit.constraints import constraint_met
-from esac_kit.normalise import answers_match, final_answer, is_abstention, labelled_answers, last_python_block
-from esac_kit.schemas import (AnswerKey, CodeTestsKey, ConstraintsKey, ExactKey, HonestyKey, JudgeKey,
-                              SuiteManifest)
+from esac_kit.schemas import SuiteManifest
 
 
 @dataclass(frozen=True)
-class ResponseScore:
-    """A response's score in [0, 1] with the facts that produced it."""
+class PassRule:
+    """Amendment 001 §10: every capability category and the capability total reach `fraction` of their points."""
 
-    score: float
-    detail: dict[str, Any] = field(default_factory=dict)
+    fraction: float
+    tolerance: float = 1e-9  # keeps 6/10 from failing on 5.999999 after float weighting
 
+    def line(self, maximum: float) -> float:
+        """The points a maximum must reach to pass."""
+        return self.fraction * maximum
 
-def score_response(key: AnswerKey, response: str) -> ResponseScore:
-    """Score one model response against an answer key; never raises on hostile text."""
-    if isinstance(key, ExactKey):
-        given = final_answer(response)
-        correct = answers_match(given, key.answer, key.answer_type)
-        return ResponseScore(float(correct), {"given": given, "correct": correct})
-    if isinstance(key, ConstraintsKey):
-        return _score_constraints(key, response)
-    if isinstance(key, HonestyKey):
-        return _score_honesty(key, response)
-    if isinstance(key, CodeTestsKey):
-        return _score_code(key, response)
-    if isinstance(key, JudgeKey):
-        raise TypeError("judge-graded items are scored from verdicts: use score_verdict")
-    raise TypeError(f"unknown key kind {type(key).__name__}")
+    def clears(self, earned: float, maximum: float) -> bool:
+        """True when earned points reach the line."""
+        return earned + self.tolerance >= self.line(maximum)
+
+    @property
+    def percent(self) -> str:
+        """The threshold as reports print it, e.g. '60%'."""
+        return f"{self.fraction:.0%}"
 
 
-def _score_constraints(key: ConstraintsKey, response: str) -> ResponseScore:
-    gate_failed = [c.id for c in key.gate if not constraint_met(c, response)]
-    met = {c.id: (not gate_failed) and constraint_met(c, response) for c in key.constraints}
-    score = 0.0 if gate_failed else sum(met.values()) / len(met)
-    return ResponseScore(score, {"gate_failed": gate_failed, "met": met})
+AMENDMENT_001_PASS = PassRule(0.6)  # amendment 001 §10, and what reports made before the rule was recorded used
 
 
-def _score_honesty(key: HonestyKey, response: str) -> ResponseScore:
-    given = labelled_answers(response)
-    results: dict[str, bool] = {}
-    for part in key.parts:
-        value = given.get(part.label)
-        if part.answerable:
-            results[part.label] = answers_match(value, part.answer, part.answer_type) and not is_abstention(value)
-        else:
-            results[part.label] = is_abstention(value)
-    return ResponseScore(sum(results.values()) / len(results), {"parts": results, "given": given})
+def pass_rule(manifest: SuiteManifest) -> PassRule:
+    """The suite's pass rule, from its manifest."""
+    return PassRule(manifest.pass_fraction)
 
 
-def _score_code(key: CodeTestsKey, response: str) -> ResponseScore:
-    from esac_kit.sandbox import run_function_tests
+def item_score(observation_scores: list[float]) -> float:
+    """An item's score: the mean of its observations, the 2 × 2 of a judged item included (amendment 001 §5)."""
+    return sum(observation_scores) / len(observation_scores)
 
-    code = last_python_block(response)
-    if code is None:
-        return ResponseScore(0.0, {"error": "no python block"})
-    outcome = run_function_tests(code, key.entry_point, [t.args for t in key.tests])
-    passed = []
-    for test, result in zip(key.tests, outcome.results):
-        passed.append(result is not None and _literal_equal(result, test.expected))
-    score = sum(passed) / len(key.tests)
-    return ResponseScore(score, {"passed": passed, "sandbox": outcome.status})
-
-
-def _literal_equal(given: str, expected: str) -> bool:
-    try:
-        return ast.literal_eval(given) == ast.literal_eval(expected)
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        return False
-
-
-# ---------------------------------------------------------------- judge verdicts (amendment 001 §2, §5)
-
-
-def score_verdict(rubric, levels: dict[str, int]) -> float:
-    """Σ weight × level/top over criteria, normalised to [0, 1]; 0 when the gate criterion is at 0."""
-    total = sum(c.weight for c in rubric.criteria)
-    score = 0.0
-    for criterion in rubric.criteria:
-        level = levels[criterion.id]
-        if criterion.gate and level == 0:
-            return 0.0
-        score += criterion.weight * level / (len(criterion.levels) - 1)
-    return score / total
-
-
-# ---------------------------------------------------------------- aggregation and the pass rule
 
 
 @dataclass(frozen=True)
@@ -124,7 +71,9 @@ def category_points(points: float, scores_and_weights: list[tuple[float, float]]
 
 def aggregate(manifest: SuiteManifest, item_scores: dict[str, float], item_weights: dict[str, float],
               item_categories: dict[str, str]) -> SuiteResult:
-    """Roll item scores up to categories and the suite, and apply the pass rule (amendment 001 §10)."""
+    """Roll item scores up to categories and the capability total, and apply the pass rule; the AG modifier is not
+    a category and is left out (amendment 001 §1, §10)."""
+    rule, maximum = pass_rule(manifest), manifest.capability_points
     categories, reasons = [], []
     for category in manifest.categories:
         members = [(item_scores[i], item_weights[i]) for i, c in item_categories.items() if c == category.id]
@@ -132,17 +81,10 @@ def aggregate(manifest: SuiteManifest, item_scores: dict[str, float], item_weigh
             reasons.append(f"{category.id} has no scored items")
             continue
         earned = category_points(category.points, members)
-        categories.append(CategoryResult(category.id, earned, category.points,
-                                         _clears(earned, category.points, manifest.pass_fraction)))
+        categories.append(CategoryResult(category.id, earned, category.points, rule.clears(earned, category.points)))
     total = sum(c.points for c in categories)
-    reasons += [f"{c.id} {c.points:.2f}/{c.max_points:g} is below {manifest.pass_fraction:.0%}"
-                for c in categories if not c.passed]
-    total_ok = _clears(total, manifest.total_points, manifest.pass_fraction)
+    reasons += [f"{c.id} {c.points:.2f}/{c.max_points:g} is below {rule.percent}" for c in categories if not c.passed]
+    total_ok = rule.clears(total, maximum)
     if not total_ok:
-        reasons.append(f"total {total:.2f}/{manifest.total_points:g} is below {manifest.pass_fraction:.0%}")
-    return SuiteResult(categories, total, manifest.total_points, total_ok and not reasons, reasons)
-
-
-def _clears(earned: float, maximum: float, fraction: float) -> bool:
-    # A tolerance keeps 6/10 from failing on 5.999999 after float weighting.
-    return earned + 1e-9 >= fraction * maximum
+        reasons.append(f"total {total:.2f}/{maximum:g} is below {rule.percent}")
+    return SuiteResult(categories, total, maximum, total_ok and not reasons, reasons)

@@ -11,7 +11,7 @@ minimum detectable effect; and the expected mean squares of the balanced nested 
 Every function is pure and takes the tidy observation table of ONE run (columns run_id, item_id, category,
 model_replicate, judge_replicate, score; journal.observations_frame). Judge-graded observations are those with a
 judge replicate (2 answers × 2 judge calls, amendment 001 §5); deterministic items have one observation.
-The pass threshold is 60 % of each category's points and of the total (amendment 001 §10).
+The pass threshold is the suite's pass rule: 60 % of each category's points and of the total (amendment 001 §10).
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ import numpy as np
 import pandas as pd
 from scipy import special
 
-PASS_FRACTION = 0.6  # amendment 001 §10
+from esac_kit.scoring import AMENDMENT_001_PASS, PassRule
+
 OVERALL = "overall"
 PASS, FAIL, INCONCLUSIVE = "PASS", "FAIL", "INCONCLUSIVE"
 REQUIRED_COLUMNS = ("run_id", "item_id", "category", "model_replicate", "judge_replicate", "score")
@@ -391,8 +392,10 @@ def _t_quantile(df, probability: float):
 
 
 def category_intervals(obs: pd.DataFrame, weights: Mapping[str, float] | None, points: Mapping[str, float],
-                       level: float = 0.95, n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
-    """Per category and overall: score, t and item-bootstrap intervals, P(score ≥ 60 %), PASS / FAIL / INCONCLUSIVE."""
+                       level: float = 0.95, n_boot: int = 2000, seed: int = 0,
+                       rule: PassRule = AMENDMENT_001_PASS) -> pd.DataFrame:
+    """Per category and overall: score, t and item-bootstrap intervals, P(score ≥ the pass line), PASS / FAIL /
+    INCONCLUSIVE."""
     items = _items(obs, weights)
     where = _category_order(points, items)
     means = _weighted_means(items.scores, items)
@@ -407,7 +410,7 @@ def category_intervals(obs: pd.DataFrame, weights: Mapping[str, float] | None, p
     se = np.r_[se, total_se]
     df = np.r_[df, total_df]
     max_points = np.r_[max_points, max_points.sum()]
-    threshold = PASS_FRACTION * max_points
+    threshold = rule.line(max_points)
     half = _t_quantile(df, (1 + level) / 2) * se
     t_low = np.clip(score - half, 0, max_points)
     t_high = np.clip(score + half, 0, max_points)

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import importlib
 import os
 import tomllib
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from esac_kit.errors import ConfigError
+from esac_kit.kinds import is_registered, kind_of, load_kinds, resolve
 from esac_kit.schemas import ItemSpec, SuiteManifest
 
 ITEMS_ENV = "ESAC_ITEMS"
@@ -40,7 +39,7 @@ class Suite:
             if item.id == item_id:
                 return item
         raise ConfigError(f"no item '{item_id}' in {self.manifest.name} {self.manifest.version}: "
-                          f"see `esac items --suite {self.manifest.suite} --list`")
+                          f"see `esac-kit items --suite {self.manifest.suite} --list`")
 
     def category_of(self, item: ItemSpec):
         """The manifest's category record for an item."""
@@ -72,38 +71,42 @@ def load_suite(suite: str = "gi", items_dir: Path | None = None) -> Suite:
     if not manifest_path.is_file():
         raise ConfigError(f"{manifest_path}: no such manifest: is '{suite}' a suite of this kit?")
     manifest: SuiteManifest = read_model(manifest_path, SuiteManifest)
+    try:
+        load_kinds(manifest.kinds)
+    except ConfigError as error:
+        raise ConfigError(f"{manifest_path}: field 'kinds': {error}") from None
     items = [read_item(path) for path in sorted(folder.glob("*.toml")) if path.name not in NOT_ITEMS]
     _assert_figures(manifest, manifest_path, items, folder)
+    for kind in dict.fromkeys(kind_of(item) for item in items):
+        problem = kind.check_manifest(manifest)
+        if problem:
+            raise ConfigError(f"{manifest_path}: field '{problem.split(':', 1)[0]}':{problem.split(':', 1)[1]}")
     order = {c.id: n for n, c in enumerate(manifest.categories)}
     return Suite(manifest, tuple(sorted(items, key=lambda i: (order[i.category], i.id))), folder)
 
 
 def read_item(path: Path) -> ItemSpec:
-    """Read one item file and check that its id matches its file name and its generator imports."""
+    """Read one item file and check it against its file name and its kind (fields it needs, a generator that imports)."""
     item: ItemSpec = read_model(path, ItemSpec)
     if item.id != path.stem:
         raise ConfigError(f"{path}: field 'id': '{item.id}' does not match the file name")
     if not item.id.startswith(item.category + "-"):
         raise ConfigError(f"{path}: field 'id': '{item.id}' must start with its category '{item.category}-'")
+    manifest_path = path.parent / MANIFEST
+    if not is_registered(item.scoring) and manifest_path.is_file():  # an item file read on its own, outside a suite
+        load_kinds(read_model(manifest_path, SuiteManifest).kinds)
+    try:
+        kind_of(item).check_item(item)
+    except ConfigError as error:
+        raise ConfigError(f"{path}: field 'scoring': {error}") from None
+    except ValueError as error:
+        raise ConfigError(f"{path}: {error}") from None
     if item.generator:
         try:
-            resolve_generator(item.generator)
+            resolve(item.generator)
         except ConfigError as error:
             raise ConfigError(f"{path}: field 'generator': {error}") from None
     return item
-
-
-def resolve_generator(reference: str) -> Callable:
-    """Import `module:function` and return the function, or raise a ConfigError saying what is missing."""
-    module_name, _, function_name = reference.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as error:
-        raise ConfigError(f"cannot import '{module_name}': {error}") from None
-    function = getattr(module, function_name, None)
-    if not callable(function):
-        raise ConfigError(f"'{module_name}' has no function '{function_name}'")
-    return function
 
 
 def _assert_figures(manifest: SuiteManifest, manifest_path: Path, items: list[ItemSpec], folder: Path) -> None:

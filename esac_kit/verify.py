@@ -1,4 +1,5 @@
-"""`esac verify`: every parametrized item keeps its guarantees over many pool seeds (amendment 001 §3, §4)."""
+"""What every suite's verify shares: the seeds it draws and the fresh-process check that instances are
+reproducible across interpreters (amendment 001 §3, §4)."""
 
 from __future__ import annotations
 
@@ -7,45 +8,14 @@ import json
 import os
 import subprocess
 import sys
-from collections import Counter
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from esac_kit.errors import EsacError
 from esac_kit.instances import generate
-from esac_kit.normalise import normalise
 from esac_kit.pools import Pool
-from esac_kit.schemas import ExactKey, HonestyKey, Instance
-from esac_kit.scoring import score_response
-from esac_kit.suite import Suite, load_suite, resolve_generator
-
-GARBLED = ("ANSWER: qzx vlorp 7gh\nA: qzx\nB: qzx\nC: qzx\nD: qzx\n```python\nqzx = (\n```\n"
-           + " ".join(["zq xv blorf kest"] * 10))
-MAX_ANSWER_SHARE = 0.10  # memorising one answer must not pay (amendment 001 §4)
-MAX_ABSTAIN_SCORE = 0.5  # blanket abstention scores at most half on honesty items
-
-
-@dataclass
-class ItemVerification:
-    """What verify observed for one item over its seeds."""
-
-    item_id: str
-    scoring: str
-    seeds: int = 0
-    reference_ok: int = 0
-    empty_zero: int = 0
-    garbled_zero: int = 0
-    unique_prompts: int = 0
-    top_answer_share: float = 0.0
-    deterministic: bool | None = None
-    abstain_max: float | None = None
-    failures: list[str] = field(default_factory=list)
-
-    @property
-    def passed(self) -> bool:
-        """True when every check held."""
-        return not self.failures
+from esac_kit.schemas import Instance
+from esac_kit.kinds import resolve
+from esac_kit.suite import Suite, load_suite
 
 
 def verification_pools(pool: Pool, n_seeds: int) -> list[Pool]:
@@ -54,55 +24,12 @@ def verification_pools(pool: Pool, n_seeds: int) -> list[Pool]:
     return [pool, *derived]
 
 
-def answer_signature(instance: Instance) -> object:
-    """The normalised answer an item expects, for counting how often one answer recurs."""
-    key = instance.key
-    if isinstance(key, ExactKey):
-        return normalise(key.answer, key.answer_type)
-    if isinstance(key, HonestyKey):
-        return tuple((p.label, normalise(p.answer, p.answer_type) if p.answerable else "UNKNOWN") for p in key.parts)
-    return key.model_dump_json()
-
-
-def abstain_response(instance: Instance) -> str:
-    """The always-abstain policy's response to an honesty item."""
-    return "\n".join(f"{part.label}: UNKNOWN" for part in instance.key.parts)
-
-
 def instance_digest(instances: list[Instance]) -> str:
     """A digest of instances' bytes, compared across processes."""
     digest = hashlib.sha256()
     for instance in instances:
         digest.update(instance.model_dump_json().encode())
     return digest.hexdigest()
-
-
-def verify_item(suite: Suite, item_id: str, pools: list[Pool]) -> tuple[ItemVerification, str]:
-    """Run every check on one parametrized item; return the result and the instances' digest."""
-    item = suite.item(item_id)
-    result = ItemVerification(item.id, item.scoring, seeds=len(pools))
-    instances = [generate(suite, item, pool) for pool in pools]
-    for instance in instances:
-        result.reference_ok += score_response(instance.key, instance.reference).score == 1.0
-        result.empty_zero += score_response(instance.key, "").score == 0.0
-        result.garbled_zero += score_response(instance.key, GARBLED).score == 0.0
-        if isinstance(instance.key, HonestyKey):
-            abstained = score_response(instance.key, abstain_response(instance)).score
-            result.abstain_max = max(result.abstain_max or 0.0, abstained)
-    result.unique_prompts = len({instance.prompt for instance in instances})
-    top = Counter(answer_signature(i) for i in instances).most_common(1)[0][1]
-    result.top_answer_share = top / len(instances)
-    n = len(instances)
-    checks = [(result.reference_ok == n, f"reference scored 1 on {result.reference_ok}/{n}"),
-              (result.empty_zero == n, f"empty scored 0 on {result.empty_zero}/{n}"),
-              (result.garbled_zero == n, f"garbled scored 0 on {result.garbled_zero}/{n}"),
-              (result.unique_prompts == n, f"{n - result.unique_prompts} duplicate instances"),
-              (result.top_answer_share <= MAX_ANSWER_SHARE,
-               f"one answer covers {result.top_answer_share:.0%} of instances")]
-    if result.abstain_max is not None:
-        checks.append((result.abstain_max <= MAX_ABSTAIN_SCORE, f"always-abstain scored {result.abstain_max:.2f}"))
-    result.failures = [message for ok, message in checks if not ok]
-    return result, instance_digest(instances)
 
 
 def fresh_process_digests(suite: Suite, pools: list[Pool], item_ids: list[str],
@@ -130,40 +57,5 @@ def _digests_main() -> None:
     request = json.loads(sys.stdin.read())
     suite = load_suite(request["suite"], Path(request["items_dir"]))
     pools = [Pool(name, seed) for name, seed in request["seeds"]]
-    digest = resolve_generator(request["digest"])
+    digest = resolve(request["digest"])
     print(json.dumps({i: digest(suite, suite.item(i), pools) for i in request["items"]}))
-
-
-def verify_suite(suite: Suite, pool: Pool, n_seeds: int,
-                 progress: Callable[[str], None] | None = None) -> list[ItemVerification]:
-    """Verify every parametrized item of a suite over n seeds derived from the pool."""
-    pools = verification_pools(pool, n_seeds)
-    results, digests = [], {}
-    for item in suite.items:
-        if not item.parametrized:
-            continue
-        if progress:
-            progress(item.id)
-        result, digests[item.id] = verify_item(suite, item.id, pools)
-        results.append(result)
-    fresh = fresh_process_digests(suite, pools, list(digests))
-    for result in results:
-        result.deterministic = fresh.get(result.item_id) == digests[result.item_id]
-        if not result.deterministic:
-            result.failures.append("a fresh process generated different instances")
-    return results
-
-
-def format_table(results: list[ItemVerification]) -> str:
-    """A fixed-width table of verify figures, one row per item."""
-    header = f"{'item':34} {'scoring':11} {'seeds':>5} {'ref=1':>6} {'empty=0':>7} {'garbl=0':>7} " \
-             f"{'unique':>6} {'top ans':>7} {'fresh':>5} {'abstain':>7}  result"
-    rows = [header, "-" * len(header)]
-    for r in results:
-        abstain = "-" if r.abstain_max is None else f"{r.abstain_max:.2f}"
-        fresh = {True: "same", False: "DIFF", None: "-"}[r.deterministic]
-        verdict = "PASS" if r.passed else "FAIL: " + "; ".join(r.failures)
-        rows.append(f"{r.item_id:34} {r.scoring:11} {r.seeds:5d} {r.reference_ok:6d} {r.empty_zero:7d} "
-                    f"{r.garbled_zero:7d} {r.unique_prompts:6d} {r.top_answer_share:7.1%} {fresh:>5} "
-                    f"{abstain:>7}  {verdict}")
-    return "\n".join(rows)

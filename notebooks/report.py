@@ -9,7 +9,7 @@ with app.setup:
     import altair as alt
     import marimo as mo
 
-    from esac_kit import explore
+    from esac_kit import report_tables, variance, watch
     from esac_kit.charts import category_chart, item_chart
     from esac_kit.compare import load_report
 
@@ -18,20 +18,20 @@ with app.setup:
 
 @app.cell
 def _():
-    args = explore.notebook_args()
+    args = watch.notebook_args()
     return (args,)
 
 
 @app.cell
 def _(args):
-    _given = explore.as_list(args.get("run"))
-    _found = explore.find_runs(Path(str(args.get("reports", "reports"))))
+    _given = watch.as_list(args.get("run"))
+    _found = watch.find_runs(Path(str(args.get("reports", "reports"))))
     run = Path(_given[0]) if _given else next((f for f in _found if (f / "report.json").is_file()), None)
     mo.stop(run is None, mo.callout(mo.md("No run folder: pass one, e.g. "
                                           "`marimo run notebooks/report.py -- --run reports/gi-1.0/<model>/<run>`"),
                                     kind="warn"))
     report = load_report(run)
-    frame = explore.run_frame(run)
+    frame = watch.run_frame(run)
     return frame, report, run
 
 
@@ -66,10 +66,10 @@ def _(report, run):
 def _(report):
     mo.vstack([
         mo.md("## Scores, the 60 % lines and the confidence intervals\n\n"
-              "`line_60` is 60 % of each maximum; `ci_t` is the t interval over items, `ci_boot` the item "
+              "`pass_line` is the pass rule's share (60 %) of each maximum; `ci_t` is the t interval over items, `ci_boot` the item "
               "bootstrap; `label` says whether the interval clears the line (PASS), misses it (FAIL) or "
               "straddles it (INCONCLUSIVE)."),
-        explore.category_table(report).round(3),
+        report_tables.category_table(report).round(3),
     ])
     return
 
@@ -82,7 +82,7 @@ def _(report):
 
 @app.cell
 def _(report):
-    _efficiency = explore.efficiency_frame(report)
+    _efficiency = report_tables.efficiency_frame(report)
     mo.vstack([
         mo.md("## Efficiency"),
         mo.callout(mo.md(f"Not an AG run: {report.suite.upper()} has no efficiency modifier."), kind="neutral")
@@ -98,7 +98,7 @@ def _(report):
 
 @app.cell
 def _(frame, report):
-    _failures = explore.failures_frame(frame)
+    _failures = report_tables.failures_frame(frame)
     _outcomes = ", ".join(f"{k} {v}" for k, v in sorted(report.model_outcomes.items()))
     _retries = ", ".join(f"{k} {v}" for k, v in sorted(report.retries.items())) or "none"
     mo.vstack([
@@ -112,8 +112,8 @@ def _(frame, report):
 
 @app.cell
 def _(frame, report):
-    _table = explore.variance_table({report.run_id: frame})
-    _stability = explore.item_stability(frame)
+    _table = variance.variance_table({report.run_id: frame})
+    _stability = variance.item_stability(frame)
     _flagged = _stability[_stability["flag"] != "stable"]
     _flagged_text = (", ".join(f"{r.item_id} ({r.flag})" for r in _flagged.itertuples())
                      or "none")
@@ -131,7 +131,7 @@ def _(frame, report):
 def _(report):
     mo.vstack([
         mo.md("## Provenance"),
-        explore.provenance_frame(report),
+        report_tables.provenance_frame(report),
         mo.md("\n".join(f"- {note}" for note in report.notes) or "No notes."),
     ])
     return

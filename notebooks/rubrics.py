@@ -8,7 +8,9 @@ with app.setup:
 
     import marimo as mo
 
-    from esac_kit import explore
+    from esac_kit import watch
+
+    from esac_kit.gi import workbench as bench
     from esac_kit.errors import EsacError
     from esac_kit.suite import load_suite
 
@@ -20,7 +22,7 @@ def _():
 
     Pick a judge-graded item, edit its criteria and weights, and see what the edit does: the recorded
     judge levels of a run are rescored at once; **Judge** runs the judge on the item's anchors (twice each,
-    as `esac rubric check`) and on the run's real responses, and tests the required orders. **Save** writes
+    as `esac-kit rubric check`) and on the run's real responses, and tests the required orders. **Save** writes
     the rubric back to the item file. A rubric change is a scoring change: it needs a major version bump
     (amendment 001 §9).
     """)
@@ -29,7 +31,7 @@ def _():
 
 @app.cell
 def _():
-    args = explore.notebook_args()
+    args = watch.notebook_args()
     return (args,)
 
 
@@ -37,17 +39,17 @@ def _():
 def _(args):
     items_dir = Path(str(args["items"])) if args.get("items") else None
     suite = load_suite(str(args.get("suite", "gi")), items_dir)
-    _judged = explore.judged_items(suite)
+    _judged = bench.judged_items(suite)
     _wanted = str(args.get("item", ""))
     item_choice = mo.ui.dropdown(_judged, value=_wanted if _wanted in _judged else _judged[0], label="item")
-    _given = [Path(p) for p in explore.as_list(args.get("run"))]
-    _found = explore.find_runs(Path(str(args.get("reports", "reports"))))
-    _runs = {explore.run_label(f): str(f) for f in [*_given, *_found]}
+    _given = [Path(p) for p in watch.as_list(args.get("run"))]
+    _found = watch.find_runs(Path(str(args.get("reports", "reports"))))
+    _runs = {watch.run_label(f): str(f) for f in [*_given, *_found]}
     run_choice = mo.ui.dropdown({"(no run)": "", **_runs}, label="responses from run",
-                                value=explore.run_label(_given[0]) if _given else "(no run)")
+                                value=watch.run_label(_given[0]) if _given else "(no run)")
     _pin = suite.manifest.judge
     judge = mo.ui.text(value=str(args.get("judge", _pin.model if _pin else "local")), full_width=True,
-                       label="judge (as for esac run --judge; local starts the embedded model)")
+                       label="judge (as for esac-kit run --judge; local starts the embedded model)")
     mo.hstack([item_choice, run_choice], justify="start")
     return item_choice, judge, run_choice, suite
 
@@ -57,13 +59,13 @@ def _(item_choice, run_choice, suite):
     item = suite.item(item_choice.value)
     frame = None
     if run_choice.value:
-        _all = explore.run_frame(Path(run_choice.value))
+        _all = watch.run_frame(Path(run_choice.value))
         frame = _all[_all["item_id"] == item.id]
         frame = frame if len(frame) else None
     variant, _note = item.variants[0], ""
     if frame is not None:
         try:
-            variant, _note = explore.run_variant(item, frame), " (the one the run answered)"
+            variant, _note = bench.run_variant(item, frame), " (the one the run answered)"
         except EsacError as _error:  # a held-out variant from a private pack: the run's responses cannot be used
             frame, _note = None, f" (the run's responses are not used: {_error})"
     form = mo.ui.dictionary({
@@ -87,15 +89,15 @@ def _(item_choice, run_choice, suite):
 @app.cell
 def _(form, item, suite):
     try:
-        rubric = explore.edited_rubric(item.rubric, form.value or {})
+        rubric = bench.edited_rubric(item.rubric, form.value or {})
         problem = None
     except EsacError as _error:
         rubric, problem = None, str(_error)
     mo.stop(rubric is None, mo.callout(mo.md(f"**Invalid rubric:** {problem}"), kind="danger"))
-    bump = explore.rubric_bump(suite, item.id, rubric)
+    bump = bench.rubric_bump(suite, item.id, rubric)
     mo.vstack([
         mo.md("### The rubric as edited"),
-        explore.criteria_frame(rubric).round(3),
+        bench.criteria_frame(rubric).round(3),
         mo.callout(mo.md(f"**Version rule (amendment 001 §9).** {bump.message()}"),
                    kind="warn" if bump.edit_change else "neutral"),
     ])
@@ -105,7 +107,7 @@ def _(form, item, suite):
 @app.cell
 def _(frame, item, rubric):
     mo.stop(frame is None, mo.md("Pick a run that answered this item to rescore its recorded judge levels."))
-    _moved = explore.rescore(frame, item, rubric)
+    _moved = bench.rescore(frame, item, rubric)
     mo.vstack([
         mo.md("### The run's observations rescored from their recorded levels (no judge call)\n\n"
               "Valid for weight changes; an edited description or level text needs the judge again."),
@@ -132,7 +134,7 @@ def _(frame, item, judge, judge_button, rubric, suite, variant):
     _pin = suite.manifest.judge
     try:
         with mo.status.spinner(title=f"judging with {judge.value}"):
-            workbench = explore.judge_workbench(item, variant, rubric, judge.value.strip(), _responses, _recorded,
+            workbench = bench.judge_workbench(item, variant, rubric, judge.value.strip(), _responses, _recorded,
                                                 temperature=_pin.temperature if _pin else 0.7,
                                                 max_tokens=_pin.max_tokens if _pin else 1024)
         failure = None
@@ -158,7 +160,7 @@ def _():
 @app.cell
 def _(bump, item, rubric, save_button, suite):
     mo.stop(not save_button.value, None)
-    saved = explore.save_rubric(suite, item.id, rubric)
+    saved = bench.save_rubric(suite, item.id, rubric)
     mo.callout(mo.md(f"Saved `{saved}`. {bump.message()}"), kind="success")
     return (saved,)
 

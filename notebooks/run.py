@@ -9,7 +9,7 @@ with app.setup:
     import altair as alt
     import marimo as mo
 
-    from esac_kit import explore
+    from esac_kit import report_tables, watch
     from esac_kit.charts import category_chart
     from esac_kit.errors import EsacError
     from esac_kit.report import format_report
@@ -25,7 +25,7 @@ def _():
     Choose the suite, the pool, the model, the judge and the concurrency, then press **Run**.
     Progress is live; the results table and the category chart fill in as observations land.
     To continue a killed or aborted run, pick it under *resume*. Every run writes its folder under
-    `reports/` exactly as `esac run` does. Defaults come from the command line, e.g.
+    `reports/` exactly as `esac-kit run` does. Defaults come from the command line, e.g.
     `marimo edit notebooks/run.py -- --model openai:my-model@http://127.0.0.1:8000/v1 --judge local`.
     """)
     return
@@ -33,14 +33,14 @@ def _():
 
 @app.cell
 def _():
-    args = explore.notebook_args()
+    args = watch.notebook_args()
     return (args,)
 
 
 @app.cell
 def _(args):
     reports_dir = Path(str(args.get("reports", "reports")))
-    suite_choice = mo.ui.dropdown(explore.suite_ids(), value=str(args.get("suite", "gi")), label="suite")
+    suite_choice = mo.ui.dropdown(watch.suite_ids(), value=str(args.get("suite", "gi")), label="suite")
     pool_choice = mo.ui.dropdown(["public", "heldout", "custom"], value=str(args.get("pool", "public")),
                                  label="pool")
     seed = mo.ui.text(value=str(args.get("seed", "")), label="custom seed")
@@ -51,11 +51,11 @@ def _(args):
     judge = mo.ui.text(value=str(args.get("judge", "")), full_width=True,
                        label="judge (empty: the suite's pinned judge; local for the local model)")
     concurrency = mo.ui.slider(1, 32, value=int(args.get("concurrency", 4)), label="concurrency", show_value=True)
-    use_cache = mo.ui.checkbox(value=not explore.arg_flag(args, "no-cache"), label="use the response cache")
-    _wanted = [Path(p) for p in explore.as_list(args.get("resume"))]
-    _runs = {explore.run_label(f): str(f) for f in [*_wanted, *explore.find_runs(reports_dir)]}
+    use_cache = mo.ui.checkbox(value=not watch.arg_flag(args, "no-cache"), label="use the response cache")
+    _wanted = [Path(p) for p in watch.as_list(args.get("resume"))]
+    _runs = {watch.run_label(f): str(f) for f in [*_wanted, *watch.find_runs(reports_dir)]}
     resume = mo.ui.dropdown({"(new run)": "", **_runs}, label="resume",
-                            value=explore.run_label(_wanted[0]) if _wanted else "(new run)")
+                            value=watch.run_label(_wanted[0]) if _wanted else "(new run)")
     return (concurrency, judge, model, pack, pool_choice, reports_dir, resume, seed, seed_file, suite_choice,
             use_cache)
 
@@ -90,14 +90,14 @@ def _(concurrency, judge, model, only, pack, pool_choice, resume, run_button, se
 @app.function
 def live_view(plan, observations):
     """Scores so far: headline, category chart and item table."""
-    report = explore.live_report(plan, observations)
+    report = watch.live_report(plan, observations)
     if report is None:
         return mo.md("Waiting for the first observation…")
     return mo.vstack([
         mo.md(f"**{report.total:.2f} / {report.max_total:g}** from {len(observations)} of {plan.planned} "
               f"observations"),
         category_chart(report),
-        explore.item_table(report),
+        report_tables.item_table(report),
     ])
 
 
@@ -108,9 +108,9 @@ def _(concurrency, judge, model, only, pack, pool_choice, reports_dir, resume, r
     _seed_file = Path(seed_file.value) if seed_file.value.strip() else None
     try:
         if resume.value:
-            plan = explore.plan_resume(Path(resume.value), _seed_file)
+            plan = watch.plan_resume(Path(resume.value), _seed_file)
         else:
-            plan = explore.plan_new_run(
+            plan = watch.plan_new_run(
                 suite_choice.value, pool_choice.value, model.value, judge.value or None, concurrency.value,
                 seed=seed.value.strip() or None, seed_file=_seed_file,
                 pack=Path(pack.value) if pack.value.strip() else None, only=list(only.value) or None,
@@ -124,7 +124,7 @@ def _(concurrency, judge, model, only, pack, pool_choice, reports_dir, resume, r
 
 @app.cell
 def _(plan, use_cache):
-    handle = explore.start_run(plan, use_cache=use_cache.value)
+    handle = watch.start_run(plan, use_cache=use_cache.value)
     _shown = -1
     _title = f"{'resuming' if plan.resumed else 'run'} {plan.config.run_id}: {plan.config.model}"
     with mo.status.progress_bar(total=plan.planned, title=_title, subtitle="starting", show_eta=False) as _bar:

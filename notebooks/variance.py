@@ -10,7 +10,7 @@ with app.setup:
     import marimo as mo
     import pandas as pd
 
-    from esac_kit import explore
+    from esac_kit import variance, watch
 
     alt.data_transformers.disable_max_rows()
 
@@ -30,16 +30,16 @@ def _():
 
 @app.cell
 def _():
-    args = explore.notebook_args()
+    args = watch.notebook_args()
     return (args,)
 
 
 @app.cell
 def _(args):
-    _given = [Path(p) for p in explore.as_list(args.get("run"))]
-    _found = explore.find_runs(Path(str(args.get("reports", "reports"))))
-    _options = {explore.run_label(f): str(f) for f in [*_given, *_found]}
-    _default = [explore.run_label(f) for f in _given] or list(_options)[:1]
+    _given = [Path(p) for p in watch.as_list(args.get("run"))]
+    _found = watch.find_runs(Path(str(args.get("reports", "reports"))))
+    _options = {watch.run_label(f): str(f) for f in [*_given, *_found]}
+    _default = [watch.run_label(f) for f in _given] or list(_options)[:1]
     runs = mo.ui.multiselect(_options, value=_default, label="runs", full_width=True)
     judge_limit = mo.ui.slider(0.0, 0.5, step=0.01, value=float(args.get("judge-limit", 0.1)), show_value=True,
                                label="flag: spread across judge replicates above")
@@ -53,7 +53,7 @@ def _(args):
 def _(runs):
     mo.stop(not runs.value, mo.callout(mo.md("Pick at least one run folder (or pass `-- --run RUN`)."),
                                        kind="warn"))
-    frames = {explore.run_label(Path(folder)): explore.run_frame(Path(folder)) for folder in runs.value}
+    frames = {watch.run_label(Path(folder)): watch.run_frame(Path(folder)) for folder in runs.value}
     return (frames,)
 
 
@@ -65,18 +65,18 @@ def _(frames):
               "judge calls), truncated at 0; `share_*` their shares. `icc1` is the reliability of one judge "
               "call (with its 95 % interval), `icc1k` of the mean of the judge calls, `alpha` Krippendorff's "
               "interval alpha."),
-        explore.variance_table(frames).round(4),
+        variance.variance_table(frames).round(4),
         mo.md("## D-study: what other designs would buy"),
-        explore.d_study_chart(explore.d_study_frame(frames)),
+        variance.d_study_chart(variance.d_study_frame(frames)),
     ])
     return
 
 
 @app.cell
 def _(frames, judge_limit, model_limit):
-    stability = pd.concat([explore.item_stability(frame, judge_limit.value, model_limit.value)
+    stability = pd.concat([variance.item_stability(frame, judge_limit.value, model_limit.value)
                            for frame in frames.values()], ignore_index=True)
-    spread = mo.ui.altair_chart(explore.spread_chart(stability))
+    spread = mo.ui.altair_chart(variance.spread_chart(stability))
     mo.vstack([
         mo.md("## Items: spread across replicates\n\nSelect points (click, shift-click or drag) to drill "
               "into them; with no selection, the flagged items are shown below."),
@@ -94,8 +94,8 @@ def _(frames, spread, stability):
     _by_run = {str(frame["run_id"].iloc[0]): frame for frame in frames.values()}
     _sections = {}
     for _row in _chosen.drop_duplicates(["run_id", "item_id"]).head(12).itertuples():
-        _grid = explore.observation_grid(_by_run[_row.run_id], _row.item_id)
-        _sections[f"{_row.item_id} · {_row.run_id} · {_row.flag}"] = mo.Html(explore.observation_html(_grid))
+        _grid = variance.observation_grid(_by_run[_row.run_id], _row.item_id)
+        _sections[f"{_row.item_id} · {_row.run_id} · {_row.flag}"] = mo.Html(variance.observation_html(_grid))
     mo.vstack([
         mo.md(f"## Observations ({len(_sections)} item(s))"),
         mo.accordion(_sections, multiple=True) if _sections else mo.md("No item selected and none flagged."),

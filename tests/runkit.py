@@ -38,7 +38,7 @@ def verdict(body, judge_level: str = "top") -> str:
 
 
 def esac_run(*args: str) -> int:
-    """Run `esac` in-process with fast retries; returns the exit code."""
+    """Run `esac-kit run` in-process with fast retries; returns the exit code."""
     return main(["run", "--max-attempts", "4", "--retry-base-s", "0.01", "--request-timeout-s", "2", *args])
 
 

@@ -173,6 +173,7 @@ def _toy_suite(tmp_path: Path) -> Path:
         suite = "toy"
         name = "TOY-AG"
         version = "1.0"
+        kinds = "esac_kit.ag.kind"
         public_seed = "toy-public"
         total_points = 15
         efficiency_points = 5

@@ -1,5 +1,5 @@
-"""ESAC-AG as shipped: the manifest's figures, the scripted agents' reports through `esac run`, `esac verify`,
-`esac show`, and the version record of its fingerprints."""
+"""ESAC-AG as shipped: the manifest's figures, the scripted agents' reports through `esac-kit run`, `esac-kit verify`,
+`esac-kit show`, and the version record of its fingerprints."""
 
 from __future__ import annotations
 

@@ -7,11 +7,12 @@ from fractions import Fraction
 import pytest
 
 from esac_kit.errors import ConfigError
-from esac_kit.normalise import answers_match, final_answer, is_abstention, labelled_answers, parse_number
+from esac_kit.gi.normalise import answers_match, final_answer, is_abstention, labelled_answers, parse_number
 from esac_kit.pools import commitment_matches, heldout_commitment, heldout_pool
 from esac_kit.rng import ItemRng, derive_item_key
 from esac_kit.schemas import Criterion, Rubric
-from esac_kit.scoring import category_points, score_verdict
+from esac_kit.gi.scoring import score_verdict
+from esac_kit.scoring import category_points
 
 
 def test_item_stream_is_fixed_by_its_definition_not_by_the_interpreter():

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from esac_kit.constraints import words
+from esac_kit.gi.constraints import words
 from esac_kit.schemas import ItemSpec
 from esac_kit.suite import read_item
 

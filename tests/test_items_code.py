@@ -14,12 +14,12 @@ import sys
 
 import pytest
 
-from esac_kit.generators import code
-from esac_kit.normalise import normalise
+from esac_kit.gi.generators import code
+from esac_kit.gi.normalise import normalise
 from esac_kit.rng import ItemRng, derive_item_key
 from esac_kit.schemas import CodeTestsKey
-from esac_kit.scoring import score_response
-from esac_kit.verify import GARBLED
+from esac_kit.gi.scoring import score_response
+from esac_kit.gi.verify import GARBLED
 
 TRACING = {"code-stack-machine": code.stack_machine, "code-alias-mutation": code.alias_mutation,
            "code-memo-recursion": code.memo_recursion, "code-exception-flow": code.exception_flow}

@@ -11,12 +11,12 @@ from fractions import Fraction
 
 import pytest
 
-from esac_kit.generators import context
-from esac_kit.normalise import normalise
+from esac_kit.gi.generators import context
+from esac_kit.gi.normalise import normalise
 from esac_kit.rng import ItemRng, derive_item_key
 from esac_kit.schemas import ExactKey
-from esac_kit.scoring import score_response
-from esac_kit.verify import GARBLED
+from esac_kit.gi.scoring import score_response
+from esac_kit.gi.verify import GARBLED
 
 ITEMS = {"context-inventory-ledger": context.inventory_ledger, "context-per-diem-memos": context.per_diem_memos,
          "context-config-rollbacks": context.config_rollbacks, "context-grant-panel": context.grant_panel,

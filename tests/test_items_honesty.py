@@ -11,10 +11,10 @@ from fractions import Fraction
 import pytest
 from scipy.optimize import linprog
 
-from esac_kit.generators import honesty as gen
+from esac_kit.gi.generators import honesty as gen
 from esac_kit.rng import ItemRng, derive_item_key
-from esac_kit.scoring import score_response
-from esac_kit.verify import GARBLED
+from esac_kit.gi.scoring import score_response
+from esac_kit.gi.verify import GARBLED
 
 GENERATORS = {"honesty-stock-sheet": gen.stock_sheet, "honesty-town-chronicle": gen.town_chronicle,
               "honesty-league-log": gen.league_log, "honesty-server-inventory": gen.server_inventory}

@@ -5,12 +5,12 @@ import re
 
 import pytest
 
-from esac_kit.constraints import CHECKS, block, constraint_met, outline, sentences, table_rows, words
-from esac_kit.generators import instructions as gen
+from esac_kit.gi.constraints import CHECKS, block, constraint_met, outline, sentences, table_rows, words
+from esac_kit.gi.generators import instructions as gen
 from esac_kit.rng import ItemRng, derive_item_key
 from esac_kit.schemas import Constraint
-from esac_kit.scoring import score_response
-from esac_kit.verify import GARBLED
+from esac_kit.gi.scoring import score_response
+from esac_kit.gi.verify import GARBLED
 
 GENERATORS = {"instructions-acrostic-poem": gen.acrostic_poem, "instructions-sentence-ladder": gen.sentence_ladder,
               "instructions-json-record": gen.json_record, "instructions-numbered-outline": gen.outline,

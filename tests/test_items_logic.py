@@ -9,11 +9,11 @@ from itertools import permutations, product
 import numpy as np
 import pytest
 
-from esac_kit.generators import logic
-from esac_kit.normalise import final_answer
+from esac_kit.gi.generators import logic
+from esac_kit.gi.normalise import final_answer
 from esac_kit.rng import ItemRng, derive_item_key
-from esac_kit.scoring import score_response
-from esac_kit.verify import GARBLED
+from esac_kit.gi.scoring import score_response
+from esac_kit.gi.verify import GARBLED
 
 GENERATORS = {"logic-zebra": logic.zebra, "logic-knights-knaves": logic.knights_knaves,
               "logic-round-table": logic.round_table, "logic-task-schedule": logic.task_schedule,

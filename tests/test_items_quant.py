@@ -7,10 +7,10 @@ from itertools import permutations, product
 
 import pytest
 
-from esac_kit.generators import quant
+from esac_kit.gi.generators import quant
 from esac_kit.rng import ItemRng, derive_item_key
-from esac_kit.scoring import score_response
-from esac_kit.verify import GARBLED
+from esac_kit.gi.scoring import score_response
+from esac_kit.gi.verify import GARBLED
 
 GENERATORS = {"quant-tank-mixing": quant.tank_mixing, "quant-urn-posterior": quant.urn_posterior,
               "quant-arrangement-count": quant.arrangement_count, "quant-tax-ledger": quant.tax_ledger,

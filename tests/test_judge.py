@@ -12,7 +12,7 @@ from esac_kit.cli import main
 from esac_kit.loopback import LoopbackServer, is_judge_request
 from esac_kit.scoring import aggregate
 from esac_kit.suite import load_suite, read_item
-from esac_kit.verifiable import (forbidden_phrases_level, required_facts_level, required_headings_level,
+from esac_kit.gi.verifiable import (forbidden_phrases_level, required_facts_level, required_headings_level,
                                  word_range_level)
 from runkit import PACK, esac_run, run_folder_of
 
@@ -141,7 +141,7 @@ def test_code_verified_levels_follow_their_descriptors():
 
 
 def test_writing_anchors_meet_their_code_checks_only_when_ideal():
-    from esac_kit.verifiable import code_levels
+    from esac_kit.gi.verifiable import code_levels
 
     for path in sorted((ITEMS / "gi").glob("writing-*.toml")):
         item = read_item(path)

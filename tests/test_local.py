@@ -5,7 +5,7 @@ import asyncio
 import httpx
 import pytest
 
-from esac_kit.judge import judge_request, parse_verdict
+from esac_kit.gi.judge import judge_request, parse_verdict
 from esac_kit.local import embedded_server, model_path
 from esac_kit.providers import ChatRequest, make_provider, parse_model
 from esac_kit.schemas import Criterion, Rubric

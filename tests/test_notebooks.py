@@ -12,7 +12,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from esac_kit import explore
+from esac_kit import report_tables, variance, watch
+
+from esac_kit.gi import workbench as bench
 from esac_kit.cli import main
 from esac_kit.errors import ConfigError
 from esac_kit.fingerprints import check_versions
@@ -124,7 +126,7 @@ def test_run_notebook_runs_a_suite_and_resumes_a_run(tmp_path):
         _, defs = notebook("run").run(defs={"args": {"resume": str(folder), "no-cache": ""},
                                             "run_button": Pressed()})
     assert defs["plan"].resumed and defs["plan"].done == 20
-    assert defs["report"].total == 100 and len(explore.read_observations(folder)) == 57
+    assert defs["report"].total == 100 and len(watch.read_observations(folder)) == 57
     assert server.requests - requests < 57  # the 20 finished observations were not asked again
 
 
@@ -158,13 +160,13 @@ def test_variance_notebook_opens_several_runs_flags_and_drills(runs):
 
 
 def test_item_stability_flags_judge_and_model_instability(runs):
-    frame = explore.run_frame(runs["noisy"])
-    strict = explore.item_stability(frame, judge_threshold=0.0, answer_threshold=1.0)
+    frame = watch.run_frame(runs["noisy"])
+    strict = variance.item_stability(frame, judge_threshold=0.0, answer_threshold=1.0)
     assert strict["judge_unstable"].any() and not strict["model_unstable"].any()
     assert set(strict["flag"]) <= {"judge", "stable"}
-    grid = explore.observation_grid(frame, JUDGED)
+    grid = variance.observation_grid(frame, JUDGED)
     assert len(grid) == 4 and list(grid["model_replicate"]) == [0, 0, 1, 1]
-    table = explore.variance_table({"noisy": frame, "flat": explore.run_frame(runs["flat"])})
+    table = variance.variance_table({"noisy": frame, "flat": watch.run_frame(runs["flat"])})
     assert list(table["items"]) == [7, 7] and table.loc[0, "var_judge"] > 0 and table.loc[1, "var_judge"] == 0
 
 
@@ -176,7 +178,7 @@ def test_rubrics_notebook_judges_an_edit_and_saves_it(runs, tmp_path):
     shutil.copytree(ROOT / "items", items)
     suite = load_suite("gi", items)
     item = suite.item(JUDGED)
-    frame = explore.run_frame(runs["noisy"])
+    frame = watch.run_frame(runs["noisy"])
     frame = frame[frame["item_id"] == JUDGED]
     edit = {"lay_clarity": {"weight": 1.0}}  # as if submitted in the form
     with LoopbackServer(reference_answers()) as server:
@@ -184,7 +186,7 @@ def test_rubrics_notebook_judges_an_edit_and_saves_it(runs, tmp_path):
             "args": {"run": str(runs["noisy"]), "item": JUDGED, "judge": f"openai:j@{server.url}",
                      "items": str(items)},
             "form": SimpleNamespace(value=edit), "frame": frame, "item": item,
-            "variant": explore.run_variant(item, frame),
+            "variant": bench.run_variant(item, frame),
             "judge_button": Pressed(), "save_button": Pressed()})
     assert defs["bump"].edit_change == "major" and defs["bump"].next_version == "2.0"
     assert "major bump" in text_of(outputs)
@@ -203,18 +205,18 @@ def test_rubric_edits_are_validated_rescored_and_saved_in_place(runs, tmp_path):
     suite = load_suite("gi", items)
     item = suite.item(JUDGED)
     with pytest.raises(ConfigError, match="at least half"):
-        explore.edited_rubric(item.rubric, {"answered": {"weight": 1.0}})
+        bench.edited_rubric(item.rubric, {"answered": {"weight": 1.0}})
     with pytest.raises(ConfigError, match="verified in code"):
-        explore.edited_rubric(item.rubric, {"word_range": {"levels": "out\nin"}})
-    unchanged = explore.edited_rubric(item.rubric, {})
-    assert explore.rubric_bump(suite, JUDGED, unchanged).edit_change is None
+        bench.edited_rubric(item.rubric, {"word_range": {"levels": "out\nin"}})
+    unchanged = bench.edited_rubric(item.rubric, {})
+    assert bench.rubric_bump(suite, JUDGED, unchanged).edit_change is None
 
-    rubric = explore.edited_rubric(item.rubric, {"fidelity": {"weight": 0.25, "levels": "no\nsome\nmost\nall"}})
-    moved = explore.rescore(explore.run_frame(runs["noisy"]), item, rubric)
+    rubric = bench.edited_rubric(item.rubric, {"fidelity": {"weight": 0.25, "levels": "no\nsome\nmost\nall"}})
+    moved = bench.rescore(watch.run_frame(runs["noisy"]), item, rubric)
     assert len(moved) == 4 and moved["edited"].notna().all()
-    rescaled = explore.edited_rubric(item.rubric, {"fidelity": {"levels": "wrong\nright"}})
-    assert explore.rescore(explore.run_frame(runs["noisy"]), item, rescaled)["edited"].isna().any()
-    path = explore.save_rubric(suite, JUDGED, rubric)
+    rescaled = bench.edited_rubric(item.rubric, {"fidelity": {"levels": "wrong\nright"}})
+    assert bench.rescore(watch.run_frame(runs["noisy"]), item, rescaled)["edited"].isna().any()
+    path = bench.save_rubric(suite, JUDGED, rubric)
     before = (ROOT / "items" / "gi" / f"{JUDGED}.toml").read_text().splitlines()
     after = path.read_text().splitlines()
     changed = [line for line in after if line not in before]
@@ -222,14 +224,14 @@ def test_rubric_edits_are_validated_rescored_and_saved_in_place(runs, tmp_path):
     assert load_suite("gi", items).item(JUDGED).rubric == rubric
 
 
-# ---------------------------------------------------------------- report.py and esac report --html
+# ---------------------------------------------------------------- report.py and esac-kit report --html
 
 
 def test_report_notebook_shows_every_section(runs):
     outputs, defs = notebook("report").run(defs={"args": {"run": str(runs["noisy"])}})
     html = text_of(outputs)
     for text in ("Not an AG run", "Provenance", "Failures and retries", "Variance of the judge-graded items",
-                 defs["report"].fingerprints["scoring"], "line_60"):
+                 defs["report"].fingerprints["scoring"], "pass_line"):
         assert text in html, text
 
 
@@ -273,7 +275,7 @@ def test_esac_report_html_fails_with_one_line(runs, tmp_path, monkeypatch, capsy
     monkeypatch.setattr(cli, "REPORT_NOTEBOOK", broken)
     assert main(["report", str(runs["flat"]), "--html"]) == 1
     error = capsys.readouterr().err.strip()
-    assert error.startswith("esac: error: marimo export html exited 1") and "\n" not in error
+    assert error.startswith("esac-kit: error: marimo export html exited 1") and "\n" not in error
     monkeypatch.setattr(cli, "REPORT_NOTEBOOK", tmp_path / "absent.py")
     assert main(["report", str(runs["flat"]), "--html"]) == 2
 
@@ -297,14 +299,14 @@ def test_notebook_runs_headless_in_the_marimo_kernel(name, runs, tmp_path):
 def test_readme_notebook_commands(tmp_path):
     readme = (ROOT / "README.md").read_text()
     for command in ("marimo edit notebooks/run.py", "marimo run notebooks/report.py -- --run RUN",
-                    "esac report RUN --html", "marimo export ipynb notebooks/report.py -o report.ipynb"):
+                    "esac-kit report RUN --html", "marimo export ipynb notebooks/report.py -o report.ipynb"):
         assert command in readme, command
     assert readme.index("## Notebooks") < readme.index("## Layout")
     done = subprocess.run([*MARIMO, "export", "ipynb", "notebooks/report.py", "-o", str(tmp_path / "report.ipynb")],
                           capture_output=True, text=True, cwd=ROOT)
     assert done.returncode == 0, done.stderr
     cells = json.loads((tmp_path / "report.ipynb").read_text())["cells"]
-    assert any("explore.notebook_args()" in "".join(c["source"]) for c in cells)
+    assert any("watch.notebook_args()" in "".join(c["source"]) for c in cells)
 
 
 # ---------------------------------------------------------------- helpers
@@ -316,20 +318,20 @@ def test_read_observations_skips_a_torn_line_and_leaves_the_file_alone(runs, tmp
     journal = folder / "observations.jsonl"
     whole = journal.read_bytes()
     journal.write_bytes(whole + b'{"run_id": "torn')
-    assert len(explore.read_observations(folder)) == 57
+    assert len(watch.read_observations(folder)) == 57
     assert journal.read_bytes().endswith(b'{"run_id": "torn')  # a reader never truncates a growing journal
-    assert explore.read_observations(tmp_path / "nowhere") == []
+    assert watch.read_observations(tmp_path / "nowhere") == []
 
 
 def test_report_sections_of_a_gi_run(runs):
     from esac_kit.compare import load_report
 
     report = load_report(runs["noisy"])
-    assert explore.efficiency_frame(report) is None  # GI has no efficiency modifier; AG is not built yet
-    table = explore.category_table(report)
-    assert list(table["category"])[-1] == "total" and (table["line_60"] == 0.6 * table["max"]).all()
-    provenance = dict(explore.provenance_frame(report).values)
+    assert report_tables.efficiency_frame(report) is None  # GI has no efficiency modifier; AG is not built yet
+    table = report_tables.category_table(report)
+    assert list(table["category"])[-1] == "total" and (table["pass_line"] == 0.6 * table["max"]).all()
+    provenance = dict(report_tables.provenance_frame(report).values)
     assert provenance["scoring fingerprint"] == report.fingerprints["scoring"]
     assert provenance["pool (seed or commitment)"].startswith("public")
-    assert explore.failures_frame(explore.run_frame(runs["noisy"])).empty
-    assert explore.arg_flag({"no-cache": ""}, "no-cache") and not explore.arg_flag({}, "no-cache")
+    assert report_tables.failures_frame(watch.run_frame(runs["noisy"])).empty
+    assert watch.arg_flag({"no-cache": ""}, "no-cache") and not watch.arg_flag({}, "no-cache")

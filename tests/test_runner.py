@@ -243,7 +243,7 @@ def test_an_invalid_verdict_is_never_cached_so_its_retry_asks_again(answers, tmp
 
 
 def test_a_verdict_with_a_raw_newline_in_its_rationale_parses():
-    from esac_kit.judge import parse_verdict
+    from esac_kit.gi.judge import parse_verdict
     from esac_kit.suite import load_suite
 
     rubric = load_suite("gi").item("calibration-usage-check").rubric

@@ -13,7 +13,7 @@ import pytest
 from esac_kit import sandbox
 from esac_kit.sandbox import SandboxError, run_function_tests, run_python
 from esac_kit.schemas import CodeTest, CodeTestsKey
-from esac_kit.scoring import score_response
+from esac_kit.gi.scoring import score_response
 
 ROOT = os.geteuid() == 0
 root_only = pytest.mark.skipif(not ROOT, reason="uid drop and network namespace are root-only layers")

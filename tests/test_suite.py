@@ -82,7 +82,7 @@ def test_a_generator_that_does_not_import_fails_naming_the_file(items_copy):
     text = victim.read_text()
     start = text.index("generator = ")
     end = text.index("\n", start)
-    victim.write_text(text[:start] + 'generator = "esac_kit.generators.logic:no_such_function"' + text[end:])
+    victim.write_text(text[:start] + 'generator = "esac_kit.gi.generators.logic:no_such_function"' + text[end:])
     assert "generator" in _one_line_error(esac("items", "--items", str(items_copy)), victim.name)
 
 

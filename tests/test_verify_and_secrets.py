@@ -1,4 +1,4 @@
-"""`esac verify` on the public and a random held-out seed, and the held-out seed never leaving memory."""
+"""`esac-kit verify` on the public and a random held-out seed, and the held-out seed never leaving memory."""
 
 import os
 import secrets
@@ -11,7 +11,8 @@ import pytest
 from esac_kit.instances import generate
 from esac_kit.pools import public_pool
 from esac_kit.suite import load_suite
-from esac_kit.verify import verify_item, verification_pools
+from esac_kit.gi.verify import verify_item
+from esac_kit.verify import verification_pools
 
 PACK = Path(__file__).resolve().parent / "pack"
 
@@ -45,7 +46,7 @@ def test_verify_passes_on_a_random_heldout_seed_and_never_prints_it(heldout_seed
 def test_verify_fails_an_item_whose_reference_is_wrong(monkeypatch):
     suite = load_suite("gi")
     item = next(i for i in suite.items if i.scoring == "exact")
-    import esac_kit.verify as verify
+    import esac_kit.gi.verify as verify
 
     real = verify.generate
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from esac_kit.ag.env import Environment, ToolError, validate_args
 from esac_kit.ag.task import AgTask, Check
-from esac_kit.providers import TransientFailure
+from esac_kit.outcomes import TransientFailure
 from esac_kit.schemas import EfficiencyScale
 
 SUBMIT = "submit"

@@ -10,6 +10,7 @@ from typing import Any
 
 from esac_kit.ag.episode import Episode
 from esac_kit.ag.task import AgTask
+from esac_kit.outcomes import EpisodeEnd, ModelOutcome
 from esac_kit.providers import ChatRequest, ContextExceeded, ModelReply, Provider
 from esac_kit.schemas import EfficiencyScale
 
@@ -34,8 +35,8 @@ class Budgets:
 class EpisodeResult:
     """How an episode ended and what it scored: the observation's material."""
 
-    end: str  # submit | final_message | step_budget | token_budget | time_budget | context_budget
-    outcome: str
+    end: EpisodeEnd
+    outcome: ModelOutcome
     answer: str
     detail: dict[str, Any]
     tokens_in: int
@@ -50,7 +51,9 @@ async def run_episode(task: AgTask, item_id: str, scale: EfficiencyScale, provid
     tools = tuple(episode.tool_schemas())
     messages: list[dict[str, Any]] = [{"role": "user", "content": task.prompt}]
     tokens_in = tokens_out = 0
-    model_time, end, outcome = 0.0, "step_budget", "step_budget"
+    model_time = 0.0
+    end: EpisodeEnd = "step_budget"
+    outcome: ModelOutcome = "step_budget"
     for turn in range(budgets.steps):
         if tokens_in + tokens_out >= budgets.tokens:
             end = outcome = "token_budget"

@@ -55,7 +55,7 @@ class AgTask:
         return scripts
 
     def describe(self) -> dict[str, Any]:
-        """The instance as data: prompt, tools and checks (what `esac show` prints and fingerprints hash)."""
+        """The instance as data: prompt, tools and checks (what `esac-kit show` prints and fingerprints hash)."""
         env = self.make_env()
         return {"prompt": self.prompt, "tools": [t.schema() for t in env.tools()],
                 "checks": [c.__dict__ for c in self.checks]}

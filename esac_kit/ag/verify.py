@@ -1,4 +1,4 @@
-"""`esac verify --suite ag`: every task's scripted agents, driven through the real episode loop over a loopback
+"""`esac-kit verify --suite ag`: every task's scripted agents, driven through the real episode loop over a loopback
 tool-calling server in both provider protocols, keep their guarantees over many seeds (amendment 001 §1, §3)."""
 
 from __future__ import annotations
@@ -86,11 +86,11 @@ async def _episodes(jobs: list[tuple[str, str, int, AgTask]], suite: Suite,
     return results
 
 
-def verify_ag(suite: Suite, pool: Pool, n_seeds: int,
+def verify_ag(suite: Suite, items: list, pool: Pool, n_seeds: int,
               progress: Callable[[str], None] | None = None) -> list[TaskVerification]:
-    """Verify every AG task over n seeds derived from the pool."""
+    """Verify AG tasks over n seeds derived from the pool."""
     pools = verification_pools(pool, n_seeds)
-    tasks = {(item.id, k): build_task(suite, item, p) for item in suite.items for k, p in enumerate(pools)}
+    tasks = {(item.id, k): build_task(suite, item, p) for item in items for k, p in enumerate(pools)}
     scripts: dict[str, dict[str, tuple]] = {policy: {} for policy in POLICIES}
     for (item_id, k), task in tasks.items():
         for policy in POLICIES:
@@ -107,10 +107,10 @@ def verify_ag(suite: Suite, pool: Pool, n_seeds: int,
     finally:
         for server in servers.values():
             server.__exit__(None, None, None)
-    digests = {item.id: task_digest([tasks[(item.id, k)] for k in range(len(pools))]) for item in suite.items}
-    fresh = fresh_process_digests(suite, pools, [item.id for item in suite.items], "esac_kit.ag.verify:tasks_digest")
+    digests = {item.id: task_digest([tasks[(item.id, k)] for k in range(len(pools))]) for item in items}
+    fresh = fresh_process_digests(suite, pools, [item.id for item in items], "esac_kit.ag.verify:tasks_digest")
     return [_judge_task(suite, item.id, len(pools), tasks, episodes, digests[item.id] == fresh.get(item.id))
-            for item in suite.items]
+            for item in items]
 
 
 def _judge_task(suite: Suite, item_id: str, n: int, tasks, episodes, deterministic: bool) -> TaskVerification:

@@ -4,15 +4,22 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from esac_kit.providers import ChatRequest, TransientFailure
+from esac_kit.outcomes import TransientFailure
+from esac_kit.providers import ChatRequest, ModelReply
+from esac_kit.gi.verifiable import code_levels, judged_criteria
 from esac_kit.schemas import Rubric
-from esac_kit.verifiable import code_levels, judged_criteria
 
 TEMPLATE_VERSION = "1"
+# The replication protocol of judge-graded items: each answered twice, each answer judged twice (amendment 001 §5).
+MODEL_REPLICATES = 2
+JUDGE_REPLICATES = 2
 SYSTEM = ("You are the pinned grader of the ESAC benchmark. You grade one response against a rubric and reply "
           "with JSON only.")
 
@@ -82,3 +89,31 @@ def empty_levels(rubric: Rubric) -> dict[str, int]:
 def observation_levels(rubric: Rubric, judge_levels: dict[str, int], response: str, facts: list[str]) -> dict[str, int]:
     """The judge's levels joined with the levels of the criteria verified in code."""
     return {**judge_levels, **code_levels(rubric, response, facts)}
+
+
+# One judge call, asked through the caller's retry (and cache) path: ask(request, check) -> (reply, attempts, retries);
+# `check` rejects an invalid verdict before the caller keeps the reply, so a retry asks the judge again.
+Ask = Callable[[ChatRequest, Callable[[ModelReply], object]], Awaitable[tuple[ModelReply, int, Counter]]]
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """One judge replicate's grading of a response: every criterion's level, the rationale and the judge's reply."""
+
+    levels: dict[str, int]
+    rationale: str
+    reply: ModelReply | None
+    attempts: int = 1
+    retries: Counter = field(default_factory=Counter)
+
+
+async def judge_response(ask: Ask, endpoint: str, rubric: Rubric, item_prompt: str, response: str, facts: list[str],
+                         item_id: str, judge_replicate: int, temperature: float, max_tokens: int) -> Judgement:
+    """Grade one response once: the run, `esac-kit rubric check` and the rubric workbench all judge through this."""
+    if not response.strip():
+        return Judgement(empty_levels(rubric), EMPTY_RATIONALE, None)
+    request = judge_request(rubric, item_prompt, response, item_id, judge_replicate, temperature, max_tokens)
+    reply, attempts, retries = await ask(request, lambda answer: parse_verdict(answer.text, rubric, endpoint))
+    verdict = parse_verdict(reply.text, rubric, endpoint)
+    return Judgement(observation_levels(rubric, verdict.levels, response, facts), verdict.rationale, reply, attempts,
+                     retries)

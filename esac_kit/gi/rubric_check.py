@@ -1,4 +1,4 @@
-"""`esac rubric check`: judge every anchor response twice and test the order each rubric must produce (amendment 001 §2, §7)."""
+"""`esac-kit rubric check`: judge every anchor response twice and test the order each rubric must produce (amendment 001 §2, §7)."""
 
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ from dataclasses import dataclass, field
 import httpx
 
 from esac_kit.errors import ConfigError
-from esac_kit.judge import empty_levels, judge_request, observation_levels, parse_verdict
+from esac_kit.kinds import VerifyOutcome
+from esac_kit.gi.judge import JUDGE_REPLICATES, judge_response
 from esac_kit.providers import Provider
 from esac_kit.runner import RetryPolicy, with_retries
 from esac_kit.schemas import ItemSpec, Variant
-from esac_kit.scoring import score_verdict
+from esac_kit.gi.scoring import score_verdict
 
 _RELATION = re.compile(r"^\s*(\w+)\s*(>=|>|=)\s*(\w+)\s*$")
-JUDGE_REPLICATES = 2
 
 
 @dataclass
@@ -49,28 +49,32 @@ def relation_holds(relation: str, scores: dict[str, float]) -> bool:
 
 async def check_variant(item: ItemSpec, variant: Variant, judge: Provider, temperature: float, max_tokens: int,
                         policy: RetryPolicy) -> VariantCheck:
-    """Judge each anchor JUDGE_REPLICATES times and test the item's required order."""
+    """Judge each anchor as often as a run judges an answer, and test the item's required order."""
     result = VariantCheck(item.id, variant.id)
-    rubric = item.rubric
-
-    async def score(response: str, replicate: int) -> float:
-        if not response.strip():
-            return score_verdict(rubric, empty_levels(rubric))
-        request = judge_request(rubric, variant.prompt, response, item.id, replicate, temperature, max_tokens)
-
-        async def once():
-            reply = await judge.chat(request, timeout_s=policy.request_timeout_s or 300)
-            return parse_verdict(reply.text, rubric, judge.endpoint)
-
-        verdict, _, _ = await with_retries(once, policy, item.id, "judge")
-        return score_verdict(rubric, observation_levels(rubric, verdict.levels, response, variant.facts))
-
     for anchor in variant.anchors:
-        replicates = await asyncio.gather(*(score(anchor.response, r) for r in range(JUDGE_REPLICATES)))
+        replicates = await asyncio.gather(*(judged_score(judge, item, variant.prompt, variant.facts, anchor.response, r,
+                                                         temperature, max_tokens, policy)
+                                            for r in range(JUDGE_REPLICATES)))
         result.replicate_scores[anchor.kind] = list(replicates)
         result.scores[anchor.kind] = sum(replicates) / len(replicates)
     result.relations = [(relation, relation_holds(relation, result.scores)) for relation in item.required_order]
     return result
+
+
+async def judged_score(judge: Provider, item: ItemSpec, prompt: str, facts: list[str], response: str, replicate: int,
+                       temperature: float, max_tokens: int, policy: RetryPolicy) -> float:
+    """One judge replicate's score of a response outside a run: no cache, the policy's retries."""
+    async def ask(request, check):
+        async def once():
+            reply = await judge.chat(request, timeout_s=policy.request_timeout_s or 300)
+            check(reply)
+            return reply
+
+        return await with_retries(once, policy, item.id, "judge")
+
+    judgement = await judge_response(ask, judge.endpoint, item.rubric, prompt, response, facts, item.id, replicate,
+                                     temperature, max_tokens)
+    return score_verdict(item.rubric, judgement.levels)
 
 
 async def check_items(items: list[tuple[ItemSpec, Variant]], judge_factory, temperature: float, max_tokens: int,
@@ -97,3 +101,22 @@ def format_checks(checks: list[VariantCheck]) -> str:
                                       for kind, score in check.scores.items()))
         lines.append("  " + "  ".join(f"[{'ok' if ok else 'VIOLATED'}] {relation}" for relation, ok in check.relations))
     return "\n".join(lines)
+
+
+def check_rubrics(suite, items: list[ItemSpec], judge_name: str, pack, policy: RetryPolicy, say) -> VerifyOutcome:
+    """`esac-kit rubric check`: every public (and pack) variant of the items, judged under the suite's pinned sampling."""
+    from esac_kit.instances import pack_item
+    from esac_kit.providers import make_provider, parse_model
+    from esac_kit.runs import endpoints_for
+
+    pairs = [(item, variant) for item in items for variant in item.variants]
+    if pack:
+        pairs += [(item, variant) for item in items for variant in pack_item(suite, item, pack).variants]
+    pin, ref = suite.manifest.judge, parse_model(judge_name)
+    say(f"rubric check: {len(pairs)} variant(s), judge {judge_name}, {JUDGE_REPLICATES} judgements per anchor")
+    with endpoints_for([judge_name]) as urls:
+        checks = asyncio.run(check_items(pairs, lambda client: make_provider(ref, client, urls.get(ref.provider)),
+                                         pin.temperature if pin else 0.7, pin.max_tokens if pin else 1024, policy))
+    violated = [f"{c.item_id} [{c.variant_id}]" for c in checks if not c.holds]
+    return VerifyOutcome(format_checks(checks), f"{len(checks) - len(violated)}/{len(checks)} variants produce their "
+                                                f"required order", violated)
