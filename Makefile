@@ -16,6 +16,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet --upgrade pip
 	ls $(WHEELS)/llama_cpp_python-0.3.36-*.whl >/dev/null 2>&1 || CMAKE_ARGS="-DGGML_NATIVE=OFF" \
 	  $(PY) -m pip wheel --quiet --no-cache-dir --no-deps -w $(WHEELS) '$(LLAMA)'
+	$(PY) -m pip install --quiet --force-reinstall --no-deps "$$(ls $(WHEELS)/llama_cpp_python-0.3.36-*.whl | head -n 1)"
 	$(PY) -m pip install --quiet "$$(ls $(WHEELS)/llama_cpp_python-0.3.36-*.whl | head -n 1)[server]"
 	$(PY) -m pip install --quiet -e '.[local,dev]'
 	touch $(STAMP)

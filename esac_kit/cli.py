@@ -108,8 +108,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from esac_kit.runs import execute, load_config, new_config, pool_for, run_folder, terminal_progress
     from esac_kit.providers import parse_model
 
-    policy = RetryPolicy(max_attempts=args.max_attempts, base_s=args.retry_base_s, deadline_s=args.retry_deadline_s,
-                         request_timeout_s=args.request_timeout_s)
+    policy = RetryPolicy(outage_budget_s=args.outage_budget_s, base_s=args.retry_base_s,
+                         max_attempts=args.max_attempts, request_timeout_s=args.request_timeout_s)
     cache = ResponseCache(None if args.no_cache else (args.cache or default_cache_dir()))
     if args.resume:
         folder = args.resume
@@ -204,7 +204,7 @@ def cmd_rubric_check(args: argparse.Namespace) -> int:
     judge_name = args.judge or (pin.model if pin else None)
     if judge_name is None:
         raise ConfigError("no judge: pass --judge MODEL")
-    policy = RetryPolicy(max_attempts=args.max_attempts, base_s=args.retry_base_s)
+    policy = RetryPolicy(outage_budget_s=args.outage_budget_s, base_s=args.retry_base_s, max_attempts=args.max_attempts)
     outcome = kind_of(judged[0]).check_rubrics(suite, judged, judge_name, args.pack, policy,
                                                lambda text: print(text, flush=True))
     print(outcome.table)
@@ -265,14 +265,43 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     return 0
 
 
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not positive: give 1 or more")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """An argparse type: a number of seconds above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
+    if not value > 0 or value != value or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text} must be a finite number above 0")
+    return value
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line and exit 2, like every other bad input."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand."""
-    parser = argparse.ArgumentParser(prog="esac-kit", description="ESAC kit: generate, run, score and report ESAC.")
+    parser = OneLineParser(prog="esac-kit", description="ESAC kit: generate, run, score and report ESAC.")
     parser.add_argument("--version", action="version", version=f"esac-kit {__version__}")
-    common = argparse.ArgumentParser(add_help=False)
+    common = OneLineParser(add_help=False)
     common.add_argument("--suite", default="gi", help="suite id (default: gi)")
     common.add_argument("--items", type=Path, default=None, help="items folder (default: $ESAC_ITEMS or the kit's)")
-    pools = argparse.ArgumentParser(add_help=False)
+    pools = OneLineParser(add_help=False)
     group = pools.add_mutually_exclusive_group()
     group.add_argument("--seed", help="an explicit, non-secret pool seed")
     group.add_argument("--heldout", action="store_true", help="the held-out pool (seed from $ESAC_HELDOUT_SEED)")
@@ -290,7 +319,7 @@ def build_parser() -> argparse.ArgumentParser:
     show.set_defaults(handler=cmd_show)
 
     verify = commands.add_parser("verify", parents=[common, pools], help="check every parametrized item")
-    verify.add_argument("--seeds", type=int, default=None, help="pool seeds per item (default: 200; 50 for ag)")
+    verify.add_argument("--seeds", type=positive_int, default=None, help="pool seeds per item (default: 200; 50 for ag)")
     verify.set_defaults(handler=cmd_verify)
 
     run = commands.add_parser("run", parents=[common, pools], help="run a model on a suite, or --resume a run")
@@ -299,16 +328,18 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--judge", default=None, help="judge model (default: the suite's pinned judge; "
                                                   "local when --model is local)")
     run.add_argument("--temperature", type=float, default=1.0, help="model sampling temperature (default 1.0)")
-    run.add_argument("--concurrency", type=int, default=4, help="parallel requests per provider (default 4)")
+    run.add_argument("--concurrency", type=positive_int, default=4, help="parallel requests per provider (default 4)")
     run.add_argument("--only", nargs="+", metavar="ITEM", help="run only these items (a partial, unofficial run)")
     run.add_argument("--reports", type=Path, default=Path("reports"), help="reports folder (default: reports)")
     run.add_argument("--resume", type=Path, metavar="RUN", help="continue a killed or aborted run folder")
     run.add_argument("--cache", type=Path, help="response cache folder (default: $ESAC_CACHE or ~/.cache/esac-kit)")
     run.add_argument("--no-cache", action="store_true", help="neither read nor write the response cache")
-    run.add_argument("--max-attempts", type=int, default=6, help="attempts per call on infrastructure failures")
-    run.add_argument("--retry-base-s", type=float, default=1.0, help="backoff base in seconds")
-    run.add_argument("--retry-deadline-s", type=float, default=900.0, help="give up retrying a call after this")
-    run.add_argument("--request-timeout-s", type=float, help="HTTP timeout per call (default: time budget + 30 s)")
+    run.add_argument("--outage-budget-s", type=positive_float, default=600.0,
+                     help="retry a failing call for up to this many seconds of outage, then abort (default 600)")
+    run.add_argument("--max-attempts", type=positive_int, default=None,
+                     help="also stop after this many attempts of one call (default: the outage budget decides)")
+    run.add_argument("--retry-base-s", type=positive_float, default=1.0, help="backoff base in seconds")
+    run.add_argument("--request-timeout-s", type=positive_float, help="HTTP timeout per call (default: time budget + 30 s)")
     run.set_defaults(handler=cmd_run)
 
     rubric = commands.add_parser("rubric", help="rubric tools")
@@ -317,8 +348,10 @@ def build_parser() -> argparse.ArgumentParser:
     rubric_check.add_argument("item", nargs="?", help="one judge-graded item (default: all)")
     rubric_check.add_argument("--judge", help="judge model (default: the suite's pinned judge)")
     rubric_check.add_argument("--pack", type=Path, help="also check the variants of a private item pack")
-    rubric_check.add_argument("--max-attempts", type=int, default=6, help="attempts per judge call")
-    rubric_check.add_argument("--retry-base-s", type=float, default=1.0, help="backoff base in seconds")
+    rubric_check.add_argument("--outage-budget-s", type=positive_float, default=600.0,
+                              help="retry a failing judge call for up to this many seconds (default 600)")
+    rubric_check.add_argument("--max-attempts", type=positive_int, default=None, help="attempts per judge call")
+    rubric_check.add_argument("--retry-base-s", type=positive_float, default=1.0, help="backoff base in seconds")
     rubric_check.set_defaults(handler=cmd_rubric_check)
 
     prints = commands.add_parser("fingerprints", parents=[common], help="content and scoring fingerprints")

@@ -18,6 +18,10 @@ class InfrastructureAbort(EsacError):
 
     exit_code = 3
 
+    def __init__(self, message: str, retries=None):
+        super().__init__(message)
+        self.retries = retries or {}  # the aborting call's retries by kind, so the report can still count them
+
 
 class VerificationFailed(EsacError):
     """`esac-kit verify` found an item that breaks one of its guarantees."""

@@ -41,11 +41,6 @@ def first_user_text(body: dict[str, Any]) -> str:
     return (user_texts(body) or [""])[0]
 
 
-def is_judge_request(body: dict[str, Any]) -> bool:
-    """True for the kit's judge requests (they carry the verdict schema or the grader's instructions)."""
-    return "response_format" in body or "Grade the RESPONSE" in request_text(body)
-
-
 def transient_faults(rate: float, kinds: tuple[str, ...] = ("429", "500", "503", "reset", "malformed", "truncated"),
                      max_failures: int = 2) -> Fault:
     """Fail a deterministic share of distinct requests on their first attempts, each with a fault kind."""

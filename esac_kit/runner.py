@@ -31,41 +31,48 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """Exponential backoff with full jitter, honouring Retry-After, bounded by attempts and a deadline."""
+    """Capped exponential backoff with full jitter for up to an outage budget per call, however many attempts that
+    takes; Retry-After is honoured as given (amendment 001 §8: an outage is waited out, never scored)."""
 
-    max_attempts: int = 6
+    outage_budget_s: float = 600.0
     base_s: float = 1.0
-    cap_s: float = 60.0
-    deadline_s: float = 900.0
+    cap_s: float = 10.0  # the longest pause, so the first attempt after an outage ends comes within seconds
+    max_attempts: int | None = None  # an optional extra bound (tests); None: the budget alone decides
     request_timeout_s: float | None = None  # None: the item's time budget plus a margin
 
     def delay(self, attempt: int, retry_after: float | None) -> float:
         """Seconds to wait before the next attempt."""
-        backoff = random.uniform(0, min(self.cap_s, self.base_s * 2 ** (attempt - 1)))
-        return max(backoff, retry_after or 0.0)
+        if retry_after is not None:
+            return retry_after
+        return random.uniform(0, min(self.cap_s, self.base_s * 2 ** (attempt - 1)))
 
 
 async def with_retries(attempt: Callable[[], Awaitable[T]], policy: RetryPolicy, item_id: str, role: str,
-                       on_retry: Callable[[str], None] | None = None) -> tuple[T, int, Counter]:
-    """Call until it succeeds; retry infrastructure failures under the policy, then abort (amendment 001 §8)."""
+                       on_retry: Callable[[str], None] | None = None,
+                       queued_s: Callable[[], float] = lambda: 0.0) -> tuple[T, int, Counter]:
+    """Call until it succeeds; retry infrastructure failures for up to the policy's outage budget, counted from the
+    first failure, then abort (amendment 001 §8). `queued_s()` is the time this call has spent waiting for a
+    concurrency slot, which the budget does not count."""
     retries: Counter = Counter()
-    started = time.monotonic()
-    for number in range(1, policy.max_attempts + 1):
+    first_failure: tuple[float, float] | None = None  # when the outage began, and the queue time until then
+    number = 0
+    while True:
+        number += 1
         try:
             return await attempt(), number, retries
         except (TransientFailure, SandboxError) as failure:
             kind = getattr(failure, "kind", "sandbox")
-            waited = time.monotonic() - started
-            if number == policy.max_attempts or waited >= policy.deadline_s:
-                raise InfrastructureAbort(f"{role} call for item {item_id} failed {number} times; last: {failure}; "
-                                          f"run aborted, finished work kept: resume with `esac-kit run --resume RUN`"
-                                          ) from None
+            first_failure = first_failure or (time.monotonic(), queued_s())
+            outage = time.monotonic() - first_failure[0] - (queued_s() - first_failure[1])
+            if outage >= policy.outage_budget_s or (policy.max_attempts and number >= policy.max_attempts):
+                raise InfrastructureAbort(
+                    f"{role} call for item {item_id} failed {number} times over {outage:.0f} s; last: {failure}; "
+                    f"run aborted, finished work kept: resume with `esac-kit run --resume RUN`", retries) from None
             retries[kind] += 1
             if on_retry:
                 on_retry(kind)
             delay = policy.delay(number, getattr(failure, "retry_after", None))
-            await asyncio.sleep(min(delay, max(0.0, policy.deadline_s - waited)))
-    raise AssertionError("unreachable")
+            await asyncio.sleep(max(0.0, min(delay, policy.outage_budget_s - outage)))
 
 
 @dataclass
@@ -183,22 +190,26 @@ class Runner:
         if cached is not None and _passes(check, cached):
             return cached, 1, Counter()
         timeout = self.settings.policy.request_timeout_s or (time_budget_s or self.default_budget_s) + 30
+        queued = [0.0]
 
         async def once() -> ModelReply:
+            waiting = time.monotonic()
             async with self._limit(provider):
+                queued[0] += time.monotonic() - waiting
                 reply = await provider.chat(request, timeout, time_budget_s)
             if check is not None:
                 check(reply)
             return reply
 
-        reply, attempts, retries = await self.retried(once, item_id, role)
+        reply, attempts, retries = await self.retried(once, item_id, role, lambda: queued[0])
         if key and reply.outcome != "time_budget":
             cache.put(key, reply)
         return reply, attempts, retries
 
-    async def retried(self, attempt: Callable[[], Awaitable[T]], item_id: str, role: str) -> tuple[T, int, Counter]:
+    async def retried(self, attempt: Callable[[], Awaitable[T]], item_id: str, role: str,
+                      queued_s: Callable[[], float] = lambda: 0.0) -> tuple[T, int, Counter]:
         """Call under the run's retry policy, counting retries in the progress."""
-        return await with_retries(attempt, self.settings.policy, item_id, role, self._count_retry)
+        return await with_retries(attempt, self.settings.policy, item_id, role, self._count_retry, queued_s)
 
     def record(self, item: ItemSpec, slot: Slot, reply: ModelReply, attempts: int, retries: Counter, score: float,
                detail: dict, **extra) -> Observation:

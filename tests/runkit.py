@@ -7,7 +7,8 @@ from pathlib import Path
 
 from esac_kit.cli import main
 from esac_kit.instances import generate_all
-from esac_kit.loopback import is_judge_request, request_text
+from esac_kit.loopback import request_text
+from esac_kit.gi.judge import is_judge_request
 from esac_kit.pools import Pool, public_pool
 from esac_kit.suite import load_suite
 

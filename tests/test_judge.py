@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from esac_kit.cli import main
-from esac_kit.loopback import LoopbackServer, is_judge_request
+from esac_kit.loopback import LoopbackServer
+from esac_kit.gi.judge import is_judge_request
 from esac_kit.scoring import aggregate
 from esac_kit.suite import load_suite, read_item
 from esac_kit.gi.verifiable import (forbidden_phrases_level, required_facts_level, required_headings_level,

@@ -18,7 +18,8 @@ from esac_kit.gi import workbench as bench
 from esac_kit.cli import main
 from esac_kit.errors import ConfigError
 from esac_kit.fingerprints import check_versions
-from esac_kit.loopback import LoopbackServer, is_judge_request, request_text
+from esac_kit.loopback import LoopbackServer, request_text
+from esac_kit.gi.judge import is_judge_request
 from esac_kit.suite import load_suite
 from runkit import esac_run, reference_answers, run_folder_of
 

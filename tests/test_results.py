@@ -10,7 +10,8 @@ import pytest
 
 from esac_kit.artefacts import SCHEMA_PATH, report_schema
 from esac_kit.cli import main
-from esac_kit.loopback import LoopbackServer, is_judge_request
+from esac_kit.loopback import LoopbackServer
+from esac_kit.gi.judge import is_judge_request
 from runkit import esac_run, reference_answers, run_folder_of
 
 

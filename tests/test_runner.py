@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from esac_kit.loopback import LoopbackServer, is_judge_request, transient_faults
+from esac_kit.loopback import LoopbackServer, transient_faults
+from esac_kit.gi.judge import is_judge_request
 from runkit import PACK, esac_run, load_report, reference_answers, run_folder_of, scores_of
 
 JUDGED = 7

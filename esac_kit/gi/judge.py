@@ -117,3 +117,10 @@ async def judge_response(ask: Ask, endpoint: str, rubric: Rubric, item_prompt: s
     verdict = parse_verdict(reply.text, rubric, endpoint)
     return Judgement(observation_levels(rubric, verdict.levels, response, facts), verdict.rationale, reply, attempts,
                      retries)
+
+
+def is_judge_request(body: dict[str, Any]) -> bool:
+    """True for a judge request as a loopback server receives it (the verdict schema or the grader's instructions)."""
+    from esac_kit.loopback import request_text
+
+    return "response_format" in body or "Grade the RESPONSE" in request_text(body)
