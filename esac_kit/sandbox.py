@@ -1,39 +1,40 @@
 """The sandbox for model-written code: a short-lived, limited, unprivileged Python child per run, walled by the kernel.
 
 The walls are the kernel's. The child's bootstrap raises them before any model code runs, and none can be undone:
-- Landlock, required: the child may read only the stdlib folders (found from sys.path, which -S derives from
-  sys.base_prefix) and the folders of the interpreter and its shared libraries (read from /proc/self/maps), plus
-  zoneinfo, /etc/localtime, /etc/ld.so.cache, /dev/urandom, /dev/zero and /dev/null (which it may also write);
-  it may read and write only its work folder, and execute nothing at all (the interpreter already runs). Every
-  right the running ABI knows is handled (masked by ABI version, as the kernel docs' sample does), so anything
-  no rule grants is denied: /etc, /proc, /tmp, the caller's files, whatever path, descriptor or symlink leads
-  there. With ABI >= 4 TCP bind and connect are denied; with ABI >= 6 signals and abstract unix sockets cannot
-  reach outside the sandbox (not the kit, not another run).
-- seccomp: socket(2) fails (socketpair(2), asyncio's self-pipe, still works) and io_uring is refused, which
-  closes what Landlock ABI 7 leaves open: UDP, netlink and named unix sockets such as a syslog or bus socket.
-- no_new_privs (PR_SET_NO_NEW_PRIVS), which Landlock and seccomp require: no setuid program gives power back.
-- PR_SET_PDEATHSIG: the child dies with the kit, even when the kit is killed with SIGKILL.
-- when we are root: the child drops to uid/gid nobody (in its bootstrap, because the interpreter may live under a
-  folder that uid cannot enter: the bootstrap opens the stdlib folders first and imports through those
-  descriptors), and runs in new network, mount and pid namespaces (`unshare --net --mount --pid`). The network
-  has no route; the work folder is on a tmpfs mounted over /tmp in the private mount namespace, so the kernel
-  frees it with the namespace's last process, however the kit ended; the child's first fork is pid 1 of the
-  pid namespace, follows the child's death, and its own death makes the kernel kill every process the model
-  forked. Without root there are no namespaces: the work folder is on disk, removed after the run, and removed
-  by the next run's sweep of folders whose owner pid is dead when the kit was killed first.
-- resource limits set before exec: CPU seconds, address space, file size, open files, processes, no core dumps;
-  a wall-clock timeout; the child's whole process group is killed when the run ends, however it ends.
-- a fresh interpreter (`-S -s -P -B`) with an environment built from scratch, so none of the caller's variables
+- Landlock, required: the child may read only the stdlib folders (its sys.path, which -S derives from
+  sys.base_prefix), the folders of the interpreter and of its shared libraries (from /proc/self/maps: the
+  executable's real path, libpython, libc and their neighbours), zoneinfo, /etc/localtime, /etc/ld.so.cache,
+  /dev/urandom and /dev/zero; it may write only /dev/null and its work folder, and execute nothing (the
+  interpreter already runs). Every right the running ABI knows is handled, masked by ABI version as the
+  kernel docs' sample does, so what no rule grants is denied whatever path, descriptor (dir_fd, O_PATH) or
+  symlink leads there: /etc, /proc, /tmp, the caller's files. With ABI >= 4 TCP bind and connect are denied;
+  with ABI >= 6 signals and abstract unix sockets cannot reach outside the run (not the kit, not another run).
+- seccomp: socket(2) fails (socketpair(2), asyncio's self-pipe, still works), which also closes what Landlock
+  ABI 7 leaves open (UDP, netlink, named unix sockets such as a syslog or bus socket); no process can be
+  created (fork, vfork, clone without CLONE_THREAD; threads still work); unshare(2) and io_uring are refused.
+- no_new_privs (PR_SET_NO_NEW_PRIVS), set first, as Landlock and seccomp require: no setuid program helps.
+- PR_SET_PDEATHSIG: the child is SIGKILLed when the kit dies, even by SIGKILL; as it can create no process,
+  nothing of the run outlives the kit.
+- when we are root: the child drops to uid/gid nobody (in its bootstrap, because the interpreter may live under
+  a folder that uid cannot enter: the bootstrap opens the stdlib folders first and imports through those
+  descriptors) and runs in new network and mount namespaces (`unshare --net --mount`): the network has no
+  route, and the work folder is on a tmpfs mounted over /tmp in the private mount namespace, so the kernel
+  frees it with the child however the kit ended. Without root (or unshare) the work folder is on disk, named
+  with the kit's pid: removed after the run, or by a later run's sweep when that pid is dead.
+- resource limits set before exec (CPU seconds, address space, file size, open files, processes, no core
+  dumps), a wall-clock timeout, and the child's process group killed when the run ends, however it ends.
+- a fresh interpreter (`-S -s -P -B`) with an environment built from scratch: none of the caller's variables
   (API keys) reach it.
 
 The audit hook is a tripwire, not a wall (CPython's docs say audit hooks are no security boundary): it refuses
-the obvious escape hatches (sockets, process creation, signals, ctypes, tracing, gc introspection, code objects,
-paths outside the work folder as text), and each refusal is recorded in SandboxResult.tripped for the caller to
-report. A run also says which layers were active (SandboxResult.layers).
+the obvious escape hatches (sockets, process creation, signals, ctypes, tracing, gc introspection, code
+objects, paths outside the work folder as text), and each refusal is recorded in SandboxResult.tripped for the
+caller to report. SandboxResult.layers names the layers active in the run.
 
-Without Landlock the sandbox refuses to run model code and raises SandboxUnavailable (a ConfigError, exit 2),
-naming the missing kernel feature. allow_unsafe_sandbox(True), for the CLI's --unsafe-sandbox, runs it anyway,
-with the remaining layers; such results say unsafe=True. sandbox_layers() tells what this machine gives.
+Without Landlock the sandbox refuses to run model code: SandboxUnavailable (a ConfigError, exit 2) names the
+missing kernel feature in one line. allow_unsafe_sandbox(True), for the CLI's --unsafe-sandbox, runs it anyway
+with the other layers, and every such result says unsafe=True. require_kernel_sandbox() checks up front;
+sandbox_layers() tells what this machine gives.
 
 A model's code misbehaving is a normal result (status not "ok"); a sandbox that cannot start at all raises
 SandboxError, an infrastructure failure that is never scored (amendment 001 §8).
@@ -103,9 +104,10 @@ class FunctionTestsOutcome:
 
 # ---------------------------------------------------------------- the child's bootstrap
 # Runs as `python -c _BOOTSTRAP`, its job on stdin. It imports nothing outside the stdlib and never imports
-# subprocess (whose _posixsubprocess would give the model an unaudited fork). The guard keeps only immutable
-# state (str, tuple, frozenset, builtin functions) and no Python helpers, so even a frame leaked through a
-# refusal's traceback offers nothing to tamper with.
+# subprocess (whose _posixsubprocess would give the model an unaudited fork); it makes its kernel calls through
+# ctypes, then drops ctypes from sys.modules so that the model's import meets the tripwire. The guard keeps only
+# immutable state (str, tuple, frozenset, builtin functions) and no Python helpers, so even a frame leaked
+# through a refusal's traceback offers nothing to tamper with.
 _BOOTSTRAP = r'''
 import sys
 
@@ -255,6 +257,8 @@ def _read_job(posix):
 def _private_tmp(ctypes, libc, job):
     """Mount a fresh tmpfs on /tmp in our private mount namespace: the work folder dies with the namespace."""
     import os
+    if os.readlink("/proc/self/ns/mnt") == job["kit_mounts"]:  # never cover the kit's own /tmp
+        raise SystemExit("sandbox: no private mount namespace")
     options = ("size=%dm,nr_inodes=4096,mode=0755" % job["tmpfs_mb"]).encode()
     if libc.mount(b"tmpfs", b"/tmp", b"tmpfs", ctypes.c_ulong(2 | 4 | 8), options) != 0:  # nosuid, nodev, noexec
         raise SystemExit("sandbox: cannot mount a private /tmp: errno %d" % ctypes.get_errno())
@@ -263,80 +267,86 @@ def _private_tmp(ctypes, libc, job):
         os.chown(job["work"], job["uid"], job["gid"])
 
 
-def _rule_paths(work, stdlib):
-    """The paths Landlock opens to the sandbox, as (descriptor, kind, is a folder), opened while we can reach them."""
+def _syscall(ctypes, libc, what, number, *args):
+    """A raw system call; a failure before the model runs aborts the bootstrap (an infrastructure failure)."""
+    libc.syscall.restype = ctypes.c_long
+    result = libc.syscall(ctypes.c_long(number), *args)
+    if result < 0:
+        raise SystemExit("sandbox: %s failed: errno %d" % (what, ctypes.get_errno()))
+    return result
+
+
+def _landlock_ruleset(ctypes, libc, abi, work, stdlib):
+    """The Landlock ruleset, built while we may still open everything: read the stdlib and the interpreter's
+    libraries, read and write the work folder, nothing else; enforced later by landlock_restrict_self."""
     import os, stat
-    maps = []
+    read_file, read_dir, write_file, truncate = 1 << 2, 1 << 3, 1 << 1, 1 << 14
+    read, file_rights = read_file | read_dir, 1 << 0 | write_file | read_file | truncate | 1 << 15
+    # Every right the running ABI knows is handled, so anything no rule grants is denied.
+    fs = (1 << 13) - 1 | (1 << 13 if abi >= 2 else 0) | (1 << 14 if abi >= 3 else 0) | (1 << 15 if abi >= 5 else 0)
+    net = 3 if abi >= 4 else 0  # bind and connect TCP: no rule grants a port
+    scoped = 3 if abi >= 6 else 0  # abstract unix sockets and signals outside the sandbox
+    # The work folder: all but execute, device nodes, fifos, named sockets and device ioctls.
+    grants = [(work, fs & ~(1 << 0 | 1 << 6 | 1 << 9 | 1 << 10 | 1 << 11 | 1 << 15)),
+              ("/dev/null", read_file | write_file | truncate)]
+    for folder in stdlib:  # its listing, for the import system, and all it holds but installed packages
+        grants.append((folder, read_dir))
+        grants += [(os.path.join(folder, name), read) for name in os.listdir(folder)
+                   if name not in ("site-packages", "dist-packages")]
+    mapped = set()
     with open("/proc/self/maps", encoding="utf-8", errors="replace") as handle:
-        for line in handle:  # the interpreter, libpython, libc, libffi: their folders hold the libraries imports load
+        for line in handle:  # the interpreter, libpython, libc, libffi: their folders hold what extensions load
             fields = line.split(None, 5)
-            if len(fields) == 6 and fields[5].startswith("/") and " (deleted)" not in fields[5]:
-                maps.append(fields[5].strip())
-    reads = list(stdlib) + [os.path.dirname(path) for path in maps if os.path.isfile(path)]
-    reads += ["/usr/share/zoneinfo", "/etc/localtime", "/etc/ld.so.cache", "/dev/urandom", "/dev/zero"]
-    rules, seen, opened = [(work, "write"), ("/dev/null", "null")], {"/"}, []
-    rules += [(os.path.realpath(path), "read") for path in reads]
-    for path, kind in rules:
-        if path in seen:
-            continue
-        seen.add(path)
+            if len(fields) == 6 and fields[5].startswith("/") and os.path.isfile(fields[5].strip()):
+                mapped.add(os.path.dirname(fields[5].strip()))
+    for folder in mapped:
+        if any(path.startswith(folder + "/") for path in stdlib):  # libpython's folder: its files, not the stdlib
+            grants += [(os.path.join(folder, name), read_file) for name in os.listdir(folder)
+                       if os.path.isfile(os.path.join(folder, name))]
+        else:
+            grants.append((folder, read))
+    grants += [(path, read) for path in ("/usr/share/zoneinfo", "/etc/localtime", "/etc/ld.so.cache",
+                                         "/dev/urandom", "/dev/zero")]
+
+    class Ruleset(ctypes.Structure):
+        _fields_ = [("fs", ctypes.c_uint64), ("net", ctypes.c_uint64), ("scoped", ctypes.c_uint64)]
+
+    class PathBeneath(ctypes.Structure):
+        _pack_ = 1
+        _fields_ = [("allowed", ctypes.c_uint64), ("fd", ctypes.c_int32)]
+
+    attr = Ruleset(fs, net, scoped)
+    ruleset = _syscall(ctypes, libc, "landlock_create_ruleset", 444, ctypes.byref(attr),
+                       ctypes.c_size_t(ctypes.sizeof(attr)), ctypes.c_uint32(0))
+    for path, rights in grants:
         try:
-            fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            fd = os.open(path, os.O_PATH | os.O_CLOEXEC)  # one at a time: at most 64 descriptors
         except OSError:
             continue
-        opened.append((fd, kind, stat.S_ISDIR(os.fstat(fd).st_mode)))
-    return opened
+        try:
+            if not stat.S_ISDIR(os.fstat(fd).st_mode):
+                rights &= file_rights  # a rule on a file takes only file rights
+            rule = PathBeneath(rights & fs, fd)
+            _syscall(ctypes, libc, "landlock_add_rule " + path, 445, ctypes.c_long(ruleset), ctypes.c_long(1),
+                     ctypes.byref(rule), ctypes.c_uint32(0))
+        finally:
+            os.close(fd)
+    return ruleset
 
 
-def _kernel_wall(ctypes, libc, job, rules):
-    """no_new_privs, Landlock and a seccomp filter: kernel-enforced, kept across fork and exec, never undone."""
+def _kernel_wall(ctypes, libc, job, ruleset):
+    """no_new_privs, then Landlock and seccomp: kernel-enforced, kept across fork and exec, never undone."""
     import os
-
-    def check(result, what):
-        if result < 0:
-            raise SystemExit("sandbox: %s failed: errno %d" % (what, ctypes.get_errno()))
-        return result
-
-    def call(number, *args):
-        return libc.syscall(ctypes.c_long(number), *args)
-
-    libc.syscall.restype = ctypes.c_long
-    check(libc.prctl(38, 1, 0, 0, 0), "prctl(PR_SET_NO_NEW_PRIVS)")  # before Landlock and seccomp, as they require
-    abi = job["landlock"]
-    if abi:
-        # Every right the running ABI knows is handled, so anything no rule grants is denied.
-        fs = (1 << 13) - 1 | (1 << 13 if abi >= 2 else 0) | (1 << 14 if abi >= 3 else 0) | (1 << 15 if abi >= 5 else 0)
-        net = 3 if abi >= 4 else 0  # bind and connect TCP: no rule grants a port
-        scoped = 3 if abi >= 6 else 0  # abstract unix sockets and signals outside the sandbox
-        # The work folder: all but execute, device nodes, fifos, named sockets and device ioctls.
-        work = fs & ~(1 << 0 | 1 << 6 | 1 << 9 | 1 << 10 | 1 << 11 | 1 << 15)
-
-        class Ruleset(ctypes.Structure):
-            _fields_ = [("fs", ctypes.c_uint64), ("net", ctypes.c_uint64), ("scoped", ctypes.c_uint64)]
-
-        class PathBeneath(ctypes.Structure):
-            _pack_ = 1
-            _fields_ = [("allowed", ctypes.c_uint64), ("fd", ctypes.c_int32)]
-
-        read_file, read_dir, write_file, truncate = 1 << 2, 1 << 3, 1 << 1, 1 << 14
-        rights = {("write", True): work, ("read", True): read_file | read_dir, ("read", False): read_file,
-                  ("null", False): read_file | write_file | truncate}
-        attr = Ruleset(fs, net, scoped)
-        ruleset = check(call(444, ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)), ctypes.c_uint32(0)),
-                        "landlock_create_ruleset")
-        for fd, kind, folder in rules:
-            rule = PathBeneath(rights[kind, folder] & fs, fd)
-            check(call(445, ctypes.c_long(ruleset), ctypes.c_long(1), ctypes.byref(rule), ctypes.c_uint32(0)),
-                  "landlock_add_rule")
-        check(call(446, ctypes.c_long(ruleset), ctypes.c_uint32(0)), "landlock_restrict_self")
+    if libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS, which Landlock and seccomp require
+        raise SystemExit("sandbox: prctl(PR_SET_NO_NEW_PRIVS) failed")
+    if ruleset is not None:
+        _syscall(ctypes, libc, "landlock_restrict_self", 446, ctypes.c_long(ruleset), ctypes.c_uint32(0))
         os.close(ruleset)
-    for fd, _, _ in rules:
-        os.close(fd)
     if job["seccomp"]:
-        _seccomp(ctypes, libc, check)
+        _seccomp(ctypes, libc)
 
 
-def _seccomp(ctypes, libc, check):
+def _seccomp(ctypes, libc):
     """A seccomp filter: no socket(2) (socketpair(2), asyncio's self-pipe, stays), no new process, no unshare(2),
     no io_uring; threads still work."""
     import os
@@ -361,7 +371,8 @@ def _seccomp(ctypes, libc, check):
         _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(Filter))]
 
     filters = (Filter * len(program))(*[Filter(*instruction) for instruction in program])
-    check(libc.prctl(22, 2, ctypes.addressof(Program(len(program), filters)), 0, 0), "prctl(PR_SET_SECCOMP)")
+    if libc.prctl(22, 2, ctypes.addressof(Program(len(program), filters)), 0, 0) != 0:  # SECCOMP_MODE_FILTER
+        raise SystemExit("sandbox: prctl(PR_SET_SECCOMP) failed: errno %d" % ctypes.get_errno())
 
 
 def _main():
@@ -396,7 +407,7 @@ def _main():
     stdlib = [os.path.realpath(p) for p in sys.path if os.path.isdir(p)]  # from sys.base_prefix: -S drops site
     readable = [job["work"], "/dev/null", "/dev/urandom", "/dev/zero", "/usr/share/zoneinfo", "/etc/localtime"]
     readable += stdlib
-    rules = _rule_paths(job["work"], stdlib)
+    ruleset = _landlock_ruleset(ctypes, libc, job["landlock"], job["work"], stdlib) if job["landlock"] else None
     if job["uid"] is not None:
         readable += _reroot_imports(posix)
         os.setgroups([])
@@ -408,7 +419,7 @@ def _main():
         raise SystemExit("sandbox: prctl(PR_SET_PDEATHSIG) failed")
     if os.getppid() != job["parent"]:
         exit_now(1)  # the kit died before the prctl
-    _kernel_wall(ctypes, libc, job, rules)
+    _kernel_wall(ctypes, libc, job, ruleset)
     for name in [name for name in sys.modules if name.partition(".")[0] in ("ctypes", "_ctypes")]:
         del sys.modules[name]  # the tripwire refuses a fresh import
     del ctypes, libc
@@ -520,10 +531,9 @@ def sandbox_layers() -> dict[str, bool]:
 
 
 def _command(layers: dict[str, bool]) -> list[str]:
-    prefix = []
-    if layers["network_namespace"]:
-        # unshare execs in place: the child keeps us as its parent, so PR_SET_PDEATHSIG follows our death
-        prefix += [shutil.which("unshare"), "--net", "--mount", "--"]
+    flags = ["--net"] * layers["network_namespace"] + ["--mount"] * layers["mount_namespace"]
+    # unshare execs in place: the child keeps us as its parent, so PR_SET_PDEATHSIG follows our death
+    prefix = [shutil.which("unshare"), *flags, "--"] if flags else []
     # Not -I: it would ignore PYTHONHASHSEED. We build the whole environment, so -E would buy nothing.
     return prefix + [sys.executable, "-S", "-s", "-P", "-B", "-X", "utf8", "-c", _BOOTSTRAP]
 
@@ -686,6 +696,7 @@ def _execute(code: str, entry: str | None, args_list: list[str], *, cpu_s: float
     job = {"tag": tag, "work": work, "code": code, "entry": entry, "args": list(args_list),
            "uid": SANDBOX_UID if layers["drop_privileges"] else None, "gid": SANDBOX_GID, "parent": os.getpid(),
            "audit": audit_hook, "landlock": abi, "seccomp": layers["seccomp"], "namespaces": private,
+           "kit_mounts": os.readlink("/proc/self/ns/mnt") if private else None,
            "tmpfs_mb": max(16, 8 * max_file_mb), "memory_exit": _MEMORY_EXIT,
            "result_limit": RESULT_LIMIT}
     env = {"PATH": _SAFE_PATH, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "HOME": work, "TMPDIR": work,

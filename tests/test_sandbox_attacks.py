@@ -15,6 +15,7 @@ import signal
 import socket
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import threading
 import time
@@ -167,6 +168,20 @@ def test_reading_the_kits_files_through_proc_is_refused(audit_hook):
     code = "import os\nprint(open('/proc/%d/cmdline' % os.getppid(), 'rb').read())"
     result = run_python(code, audit_hook=audit_hook)
     assert result.status == "error" and "pytest" not in result.stdout
+
+
+@both
+def test_packages_installed_beside_the_stdlib_stay_unread(audit_hook):
+    readme = os.path.join(sysconfig.get_paths(vars={"base": sys.base_prefix})["purelib"], "README.txt")
+    if not os.path.isfile(readme):
+        pytest.skip("the base interpreter's site-packages has no README.txt here")
+    with open(readme) as handle:
+        line = handle.readline().strip()
+    code = ("import os, sys\nfor folder in sys.path:\n    try:\n"
+            "        print(open(os.path.join(folder, 'site-packages', 'README.txt')).read())\n"
+            "    except OSError as error:\n        print(type(error).__name__)")
+    result = run_python(code, audit_hook=audit_hook)
+    assert line and line not in result.stdout and "PermissionError" in result.stdout
 
 
 # ---------------------------------------------------------------- writing outside the work folder
