@@ -158,6 +158,15 @@ def test_world_readable_secret_seed_outside_the_work_folder_stays_unread(secret_
 
 
 @both
+def test_a_hidden_test_call_cannot_return_a_secret_from_outside(secret_seed, audit_hook):
+    path, value = secret_seed
+    code = f"def f(x):\n    return open({path!r}).read()\n"
+    outcome = run_function_tests(code, "f", ["(1,)"], audit_hook=audit_hook)
+    assert outcome.results == [None] and outcome.errors == ["PermissionError"]
+    assert value not in outcome.run.stdout + outcome.run.stderr
+
+
+@both
 def test_listing_the_root_folder_shows_nothing(audit_hook):
     result = run_python("import os\nprint(sorted(os.listdir('/')))", audit_hook=audit_hook)
     assert result.status == "error" and "etc" not in result.stdout and "usr" not in result.stdout
@@ -412,6 +421,7 @@ def test_ctypes_calls_straight_to_the_kernel_are_refused():
             "print('open', libc.open(b'/etc/passwd', 0))\n"
             "print('fork', libc.fork())\n"
             "print('setuid', libc.setuid(0))\n"
+            "print('ptrace', libc.ptrace(16, __import__('os').getppid(), 0, 0))\n"  # PTRACE_ATTACH to the kit
             "print('unshare', libc.unshare(0x10000000))\n"  # a user namespace, to gain capabilities in it
             "print('socket', libc.syscall(41 if __import__('os').uname().machine == 'x86_64' else 198, 2, 1, 0))\n"
             "print('no_new_privs_off', libc.prctl(38, 0, 0, 0, 0))\n"
