@@ -361,7 +361,7 @@ def _seccomp(ctypes, libc):
     for number in denied:
         program += [(jeq, 0, 1, number), (ret, 0, 0, eperm)]
     program += [(jeq, 0, 1, 435), (ret, 0, 0, enosys),  # clone3: "unsupported", so glibc falls back to clone
-                (jeq, 0, 3, clone), (load, 0, 0, 16), (jset, 1, 0, 0x10000),  # clone: its flags lack CLONE_THREAD?
+                (jeq, 0, 3, clone), (load, 0, 0, 16), (jset, 1, 0, 0x10000),  # clone: refused without CLONE_THREAD
                 (ret, 0, 0, eperm), (ret, 0, 0, allow)]
 
     class Filter(ctypes.Structure):
