@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
 import signal
 import socket
+import tempfile
 import time
 
 import pytest
@@ -181,11 +183,16 @@ def test_writes_outside_the_working_folder_are_refused(template, escape_path):
 
 
 @root_only
-def test_without_the_audit_hook_the_kernel_refuses_writes_to_our_folders(tmp_path):
-    target = tmp_path / "escape.txt"  # root-owned, like the repository and the caller's files
-    result = run_python(f"open({str(target)!r}, 'w').write('x')", audit_hook=False)
-    assert result.status == "error" and "Permission denied" in result.stderr
-    assert not target.exists()
+def test_without_the_audit_hook_the_kernel_refuses_writes_to_our_folders():
+    # Root-owned, like the repository and the caller's files; outside /tmp, which the sandbox sees as its own tmpfs.
+    folder = tempfile.mkdtemp(dir="/var/tmp")
+    try:
+        target = os.path.join(folder, "escape.txt")
+        result = run_python(f"open({target!r}, 'w').write('x')", audit_hook=False)
+        assert result.status == "error" and "Permission denied" in result.stderr
+        assert not os.path.exists(target)
+    finally:
+        shutil.rmtree(folder)
 
 
 def test_the_callers_secrets_do_not_reach_the_child(fake_key):
