@@ -8,7 +8,7 @@ import os
 from dataclasses import asdict
 from pathlib import Path
 
-from esac_kit.providers import ChatRequest, ModelRef, ModelReply, ToolCall
+from esac_kit.chat import ChatRequest, ModelRef, ModelReply, ToolCall
 
 CACHE_ENV = "ESAC_CACHE"
 

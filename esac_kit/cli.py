@@ -375,9 +375,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM: the run unwinds like Ctrl-C, and the process exits 143 as a terminated program does."""
+
+
 def _stop_on_sigterm(signum, frame) -> None:
     # A terminated run unwinds like Ctrl-C: the journal is closed and the embedded server stopped.
-    raise KeyboardInterrupt
+    raise Terminated
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -402,9 +406,9 @@ def _dispatch(argv: list[str] | None) -> int:
     except EsacError as error:
         print(f"esac-kit: error: {error}", file=sys.stderr)
         return error.exit_code
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as stop:
         print("esac-kit: interrupted; a run keeps its finished work: `esac-kit run --resume RUN`", file=sys.stderr)
-        return 130
+        return 143 if isinstance(stop, Terminated) else 130
 
 
 if __name__ == "__main__":

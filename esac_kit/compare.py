@@ -61,8 +61,7 @@ def paired_table(folder_a: Path, folder_b: Path, items_dir: Path | None = None) 
     from esac_kit.statistics import paired_comparison
     from esac_kit.suite import load_suite
 
-    a = pd.read_parquet(folder_a / "observations.parquet")
-    b = pd.read_parquet(folder_b / "observations.parquet")
+    a, b = _observations_table(folder_a), _observations_table(folder_b)
     shared = sorted(set(a["item_id"]) & set(b["item_id"]))
     a, b = a[a["item_id"].isin(shared)], b[b["item_id"].isin(shared)]
     suite = load_suite(str(a["suite"].iloc[0]), items_dir)
@@ -70,6 +69,16 @@ def paired_table(folder_a: Path, folder_b: Path, items_dir: Path | None = None) 
     present = set(a["category"])
     points = {c.id: c.points for c in suite.manifest.categories if c.id in present}
     return paired_comparison(a, b, weights, points)
+
+
+def _observations_table(folder: Path) -> pd.DataFrame:
+    """A run folder's observations.parquet, or a one-line error saying how to make it again."""
+    path = folder / "observations.parquet"
+    try:
+        return pd.read_parquet(path)
+    except (OSError, ValueError) as error:
+        raise ConfigError(f"{path}: cannot read the observation table ({type(error).__name__}): render it again "
+                          f"with `esac-kit report {folder}`") from None
 
 
 def leaderboard(reports_dir: Path) -> pd.DataFrame:

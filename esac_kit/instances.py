@@ -8,7 +8,7 @@ from esac_kit.errors import ConfigError
 from esac_kit.kinds import kind_of, resolve
 from esac_kit.pools import Pool
 from esac_kit.rng import ItemRng, derive_item_key
-from esac_kit.schemas import Instance, ItemSpec
+from esac_kit.schemas import Generated, Instance, ItemSpec
 from esac_kit.suite import Suite, read_item
 
 
@@ -21,7 +21,16 @@ def generate(suite: Suite, item: ItemSpec, pool: Pool, pack: Path | None = None,
     """Make one instance; authored items in the held-out pool take their variants from the private pack.
     An AG task already built for this pool can be passed as `task`, so it is not generated twice."""
     held_out = (lambda: pack_item(suite, item, pack)) if pool.name == "heldout" else None
-    generated = kind_of(item).generate(item, item_rng(suite, item, pool), held_out, task)
+    try:
+        generated = kind_of(item).generate(item, item_rng(suite, item, pool), held_out, task)
+    except ConfigError:
+        raise
+    except Exception as error:  # a generator reference to the wrong function, or a generator bug: say which item
+        raise ConfigError(f"{suite.folder / (item.id + '.toml')}: field 'generator': {item.generator} failed: "
+                          f"{type(error).__name__}: {error}") from None
+    if not isinstance(generated, Generated):
+        raise ConfigError(f"{suite.folder / (item.id + '.toml')}: field 'generator': {item.generator} returned "
+                          f"{type(generated).__name__}, not an instance")
     return Instance(suite=suite.manifest.suite, version=suite.manifest.version, item_id=item.id,
                     category=item.category, pool=pool.name, prompt=generated.prompt, key=generated.key,
                     reference=generated.reference)
@@ -29,7 +38,13 @@ def generate(suite: Suite, item: ItemSpec, pool: Pool, pack: Path | None = None,
 
 def build_task(suite: Suite, item: ItemSpec, pool: Pool):
     """The live task of an episodic item (environment factory, checks, scripts) for this pool."""
-    return resolve(item.generator)(item_rng(suite, item, pool))
+    try:
+        return resolve(item.generator)(item_rng(suite, item, pool))
+    except ConfigError:
+        raise
+    except Exception as error:  # as in generate: a wrong reference or a generator bug names its item file
+        raise ConfigError(f"{suite.folder / (item.id + '.toml')}: field 'generator': {item.generator} failed: "
+                          f"{type(error).__name__}: {error}") from None
 
 
 def build_tasks(suite: Suite, items: list[ItemSpec], pool: Pool) -> dict[str, object]:

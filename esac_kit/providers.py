@@ -13,13 +13,15 @@ import re
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
+from esac_kit.answerers import ANSWERERS
+from esac_kit.chat import ChatRequest, ModelRef, ModelReply, ToolCall, classify_outcome, utf8_safe
 from esac_kit.errors import ConfigError
-from esac_kit.outcomes import ReplyOutcome, TransientFailure
+from esac_kit.outcomes import TransientFailure
 
 RETRYABLE_STATUS = {408, 409, 429}
 CONFIG_STATUS = {400, 401, 403, 404}
@@ -28,30 +30,6 @@ DEFAULT_URL = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.
 ANTHROPIC_VERSION = "2023-06-01"
 # How providers say a conversation outgrew the model's context window (OpenAI, Anthropic, llama.cpp, vLLM).
 _CONTEXT_EXCEEDED = re.compile(r"context.length|context window|prompt is too long|maximum context", re.IGNORECASE)
-_INABILITY = re.compile(r"^\W*(i('| a)m (not able|unable)|i can(no|')t|i cannot|sorry, (but )?i can)", re.IGNORECASE)
-
-
-@dataclass(frozen=True)
-class ModelRef:
-    """A parsed model string: `openai:MODEL`, `anthropic:MODEL`, either with `@BASE_URL`, or `local`."""
-
-    provider: str  # openai | anthropic | local, or a served prefix such as ESAC-AG's `scripted`
-    model: str
-    base_url: str | None = None
-
-    @property
-    def name(self) -> str:
-        """The model string as written, without secrets (URLs carry none)."""
-        if self.provider == "local":
-            return "local"
-        if self.provider in SERVED:
-            return f"{self.provider}:{self.model}"
-        return f"{self.provider}:{self.model}" + (f"@{self.base_url}" if self.base_url else "")
-
-    @property
-    def slug(self) -> str:
-        """A folder-safe name for report paths."""
-        return re.sub(r"[^A-Za-z0-9._-]+", "_", self.provider + "-" + self.model).strip("_")
 
 
 @dataclass(frozen=True)
@@ -75,7 +53,13 @@ def parse_model(text: str) -> ModelRef:
     """Parse a model string or raise a ConfigError that shows the accepted forms."""
     if text == "local":
         return ModelRef("local", "SmolLM2-135M-Instruct")
+    if text == "human":  # a person answers in the terminal (esac_kit.answerers)
+        return ModelRef("human", "terminal")
     provider, sep, rest = text.partition(":")
+    if provider in ("files", "replay"):  # an outside answerer: a folder of request/answer files, or a replay file
+        if not rest:
+            raise ConfigError(f"model string '{text}' names no {'folder' if provider == 'files' else 'file'}")
+        return ModelRef(provider, rest)
     if provider in SERVED:
         served = SERVED[provider]
         if rest not in served.names:
@@ -83,76 +67,16 @@ def parse_model(text: str) -> ModelRef:
         return ModelRef(provider, rest)
     if not sep or provider not in KEY_ENV or not rest:
         served = "".join(f", {prefix}:NAME ({models.description}s)" for prefix, models in SERVED.items())
-        raise ConfigError(f"unknown model '{text}': use local, openai:MODEL, anthropic:MODEL, or add "
-                          f"@BASE_URL{served}")
+        raise ConfigError(f"unknown model '{text}': use local, openai:MODEL, anthropic:MODEL (or add @BASE_URL), "
+                          f"files:DIR, human, replay:FILE.jsonl{served}")
     model, _, base_url = rest.partition("@")
     if not model:
         raise ConfigError(f"model string '{text}' names no model")
     return ModelRef(provider, model, base_url.rstrip("/") or None)  # type: ignore[arg-type]
 
 
-@dataclass(frozen=True)
-class ToolCall:
-    """One native tool call requested by the model."""
-
-    id: str
-    name: str
-    arguments: str
-
-
-@dataclass(frozen=True)
-class ModelReply:
-    """A valid reply from the model: its text, tool calls, outcome class and usage."""
-
-    text: str
-    outcome: ReplyOutcome
-    tokens_in: int
-    tokens_out: int
-    latency_s: float
-    finish_reason: str | None = None
-    tool_calls: tuple[ToolCall, ...] = ()
-
-
 class ContextExceeded(ConfigError):
     """HTTP 400 because the conversation outgrew the model's context: an AG episode ends on it as a budget."""
-
-
-@dataclass(frozen=True)
-class ChatRequest:
-    """Everything that defines one model call; its JSON form is the response cache's key material."""
-
-    messages: tuple[dict[str, Any], ...]
-    max_tokens: int
-    temperature: float
-    tools: tuple[dict[str, Any], ...] = ()
-    json_schema: dict[str, Any] | None = None
-    system: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-
-
-def classify_outcome(text: str, finish_reason: str | None, refused: bool, latency_s: float,
-                     time_budget_s: float | None, tool_calls: bool = False) -> ReplyOutcome:
-    """Classify a valid reply into the model outcomes of amendment 001 §8."""
-    if time_budget_s is not None and latency_s > time_budget_s:
-        return "time_budget"
-    if refused:
-        return "refusal"
-    if finish_reason in ("length", "max_tokens"):
-        return "output_budget"
-    if not text.strip() and not tool_calls:
-        return "empty"
-    if _INABILITY.match(text) and len(text) < 400:
-        return "inability"
-    return "answered"
-
-
-def utf8_safe(text: str) -> str:
-    """A model's text with anything UTF-8 cannot carry (a lone surrogate from a `\\ud8c1` escape) replaced."""
-    try:
-        text.encode("utf-8")
-        return text
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "replace").decode("utf-8")
 
 
 def retry_after_seconds(value: str | None) -> float | None:
@@ -335,8 +259,12 @@ def _anthropic_tool(tool: dict[str, Any]) -> dict[str, Any]:
             "input_schema": function.get("parameters", {"type": "object", "properties": {}})}
 
 
-def make_provider(ref: ModelRef, client: httpx.AsyncClient, base_url: str | None = None) -> Provider:
-    """The provider client for a model reference (`local` speaks the OpenAI protocol to the embedded server)."""
+def make_provider(ref: ModelRef, client: httpx.AsyncClient, base_url: str | None = None,
+                  wait_for_time_budget: bool = True) -> Provider:
+    """The provider client for a model reference (`local` speaks the OpenAI protocol to the embedded server;
+    `files:`, `human` and `replay:` are outside answerers with the same interface)."""
+    if ref.provider in ANSWERERS:
+        return ANSWERERS[ref.provider](ref, wait_for_time_budget)
     if ref.provider == "anthropic":
         return AnthropicMessages(ref, client, base_url)
     return OpenAIChat(ref, client, base_url)

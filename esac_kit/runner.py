@@ -22,7 +22,8 @@ from esac_kit.errors import EsacError, InfrastructureAbort
 from esac_kit.journal import Journal, Observation
 from esac_kit.kinds import Slot, kind_of
 from esac_kit.outcomes import TransientFailure
-from esac_kit.providers import ChatRequest, ModelReply, Provider
+from esac_kit.chat import ChatRequest, ModelReply
+from esac_kit.providers import Provider
 from esac_kit.sandbox import SandboxError
 from esac_kit.schemas import Instance, ItemSpec
 

@@ -15,6 +15,7 @@ import httpx
 from pydantic import BaseModel
 
 from esac_kit import __version__
+from esac_kit.answerers import ANSWERERS, CHARS_PER_TOKEN
 from esac_kit.artefacts import write_artefacts
 from esac_kit.cache import ResponseCache
 from esac_kit.errors import ConfigError
@@ -23,7 +24,8 @@ from esac_kit.journal import CONFIG_FILE, Journal, write_json
 from esac_kit.local import MAX_AGENT_TURN_TOKENS, MAX_AGENT_TURNS, MAX_OUTPUT_TOKENS, embedded_server
 from esac_kit.pools import Pool, commitment_matches, heldout_pool, public_pool
 from esac_kit.kinds import kind_of, plan
-from esac_kit.providers import SERVED, ModelRef, Provider, make_provider, parse_model
+from esac_kit.chat import ModelRef
+from esac_kit.providers import SERVED, Provider, make_provider, parse_model
 from esac_kit.report import Report, build_report
 from esac_kit.runner import Progress, RetryPolicy, Runner, RunSettings
 from esac_kit.suite import Suite
@@ -83,6 +85,9 @@ def new_config(suite: Suite, pool: Pool, model: str, judge: str | None, temperat
         # episodes would make it re-read every conversation from the start on every turn.
         concurrency = 1
         notes.append("embedded model: episodes run one at a time, so the server's prompt cache holds")
+    if parse_model(model).provider in ANSWERERS:
+        notes.append(f"{model} is an outside answerer: a baseline or calibration run; where an answer gives no usage, "
+                     f"tokens are estimated at {CHARS_PER_TOKEN} characters a token")
     served = SERVED.get(parse_model(model).provider)
     if served:
         notes.append(f"{model} is a {served.description} of the kit: a self-check of tasks and scoring, not a model")

@@ -55,6 +55,8 @@ def read_model(path: Path, model: type[BaseModel]) -> Any:
         raise ConfigError(f"{path}: cannot read: {error.strerror}") from None
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(f"{path}: invalid TOML: {error}") from None
+    except UnicodeDecodeError as error:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {error.start}): save the file as UTF-8") from None
     try:
         return model.model_validate(data)
     except ValidationError as error:

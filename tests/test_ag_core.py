@@ -18,7 +18,8 @@ from esac_kit.ag.loop import Budgets, run_episode
 from esac_kit.ag.policies import scripted_answer
 from esac_kit.ag.task import Call, Check
 from esac_kit.loopback import LoopbackServer
-from esac_kit.providers import ModelRef, make_provider
+from esac_kit.chat import ModelRef
+from esac_kit.providers import make_provider
 from esac_kit.schemas import EfficiencyScale
 from runkit import esac_run, load_report, run_folder_of
 

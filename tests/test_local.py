@@ -7,7 +7,8 @@ import pytest
 
 from esac_kit.gi.judge import judge_request, parse_verdict
 from esac_kit.local import embedded_server, model_path
-from esac_kit.providers import ChatRequest, make_provider, parse_model
+from esac_kit.chat import ChatRequest
+from esac_kit.providers import make_provider, parse_model
 from esac_kit.schemas import Criterion, Rubric
 
 
@@ -85,7 +86,7 @@ def test_the_server_dies_with_the_kit_even_on_sigkill():
 def test_local_takes_a_whole_tool_calling_conversation(local_url):
     """An AG episode's second turn (an assistant tool call and its result in the history) is served, not a 500."""
     from esac_kit.ag.loop import SYSTEM_PROMPT
-    from esac_kit.providers import ModelReply, ToolCall
+    from esac_kit.chat import ModelReply, ToolCall
 
     tools = ({"type": "function", "function": {"name": "get", "description": "Read a value.", "parameters": {
         "type": "object", "properties": {"key": {"type": "string"}}, "required": ["key"]}}},)

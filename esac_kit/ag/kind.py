@@ -14,7 +14,8 @@ from esac_kit.ag.policies import POLICIES, script_for, scripted_answer
 from esac_kit.ag.task import script_json
 from esac_kit.errors import ConfigError
 from esac_kit.kinds import CORE_SCORING_MODULES, Kind, VerifyOutcome, register
-from esac_kit.providers import ChatRequest, ModelReply, ServedModels, register_served
+from esac_kit.chat import ChatRequest, ModelReply
+from esac_kit.providers import ServedModels, register_served
 from esac_kit.report import Report, TaskEfficiency
 from esac_kit.schemas import AgenticKey, Generated
 

@@ -11,7 +11,8 @@ from typing import Any
 from esac_kit.ag.episode import Episode
 from esac_kit.ag.task import AgTask
 from esac_kit.outcomes import EpisodeEnd, ModelOutcome
-from esac_kit.providers import ChatRequest, ContextExceeded, ModelReply, Provider
+from esac_kit.chat import ChatRequest, ModelReply
+from esac_kit.providers import ContextExceeded, Provider
 from esac_kit.schemas import EfficiencyScale
 
 SYSTEM_PROMPT = ("You are an agent completing a user's task in a software environment by calling the tools "

@@ -17,7 +17,8 @@ from esac_kit.ag.task import AgTask, script_json
 from esac_kit.instances import build_task
 from esac_kit.loopback import LoopbackServer
 from esac_kit.pools import Pool
-from esac_kit.providers import ModelRef, make_provider
+from esac_kit.chat import ModelRef
+from esac_kit.providers import make_provider
 from esac_kit.suite import Suite
 from esac_kit.verify import fresh_process_digests, verification_pools
 

@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import BaseModel, Field, ValidationError
 
 from esac_kit.outcomes import TransientFailure
-from esac_kit.providers import ChatRequest, ModelReply
+from esac_kit.chat import ChatRequest, ModelReply
 from esac_kit.gi.verifiable import code_levels, judged_criteria
 from esac_kit.schemas import Rubric
 
