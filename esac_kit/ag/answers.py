@@ -4,7 +4,7 @@ distinct draws from an item's stream."""
 from __future__ import annotations
 
 import re
-from decimal import Decimal, InvalidOperation
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 
 from esac_kit.rng import ItemRng
 
@@ -12,6 +12,9 @@ _FIGURE = re.compile(r"\d[\d,]*(?:\.\d+)?")  # a figure as people write it: digi
 _GROUPED = re.compile(r"\d{1,3}(,\d{3})+(\.\d+)?")
 _MONEY = re.compile(r"(?<![\w.\-])(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?!\w)")
 _SIGNED = re.compile(r"(?<![\w\-+−.])([+\-−]?)\s?(\d{1,3}(?:,\d{3})+|\d+)(?![\d.,]?\d)")
+_SCALED = re.compile(r"(?<![\w.\-/])(\d{1,3}(?:[,\u00a0\u202f ]\d{3})+|\d+)(\.\d+)?"
+                     r"(?:\s*(k|m|bn|thousand|million|billion))?(?![\w\-/])", re.IGNORECASE)
+_SCALE = {"k": 1e3, "thousand": 1e3, "m": 1e6, "million": 1e6, "bn": 1e9, "billion": 1e9}
 ALNUM = "A-Za-z0-9"  # for `mentions`: only letters and digits glue a token into a longer word
 WORD = r"\w-"  # for `mentions`: word characters and hyphens glue a token into a longer word
 
@@ -25,6 +28,16 @@ def dollars(cents: int) -> str:
 def dollar_figure(cents: int) -> str:
     """Cents as a bare dollar figure without separators: 123456 -> 1234.56."""
     return f"{cents // 100}.{cents % 100:02d}"
+
+
+def money(symbol: str, amount: int) -> str:
+    """A whole amount after its currency sign, with thousands separators: ("€", 1250000) -> €1,250,000."""
+    return f"{symbol}{amount:,}"
+
+
+def two_decimals(value: Decimal) -> str:
+    """A Decimal amount rounded half up to two decimals, without separators: 1234.565 -> 1234.57."""
+    return f"{value.quantize(Decimal(1).scaleb(-2), rounding=ROUND_HALF_UP):.2f}"
 
 
 def cents_in(text: str, grouped_only: bool = False) -> list[int]:
@@ -52,6 +65,17 @@ def rounded_cents_in(text: str | None) -> list[int]:
             found.append(round(float(raw.replace(",", "")) * 100))
         except ValueError:
             continue
+    return found
+
+
+def scaled_amounts(text: str) -> list[float]:
+    """Every money-like figure in a text, in order, with its scale word (k, million, bn) applied; ids (INC-1234)
+    and ISO dates are not figures."""
+    found = []
+    for match in _SCALED.finditer(text):
+        whole = re.sub(r"[,\u00a0\u202f ]", "", match.group(1))
+        value = float(whole + (match.group(2) or ""))
+        found.append(value * _SCALE.get((match.group(3) or "").lower(), 1))
     return found
 
 

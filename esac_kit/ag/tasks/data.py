@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation, localcontext
 from typing import Any
 
+from esac_kit.ag.answers import two_decimals
 from esac_kit.ag.env import Environment, ToolError, tool
 from esac_kit.ag.task import AgTask, Call, Check
 from esac_kit.rng import ItemRng
@@ -228,10 +229,6 @@ def _rounded_ok(value: Any, exact: Decimal, places: int) -> bool:
 
 def _half_up(value: Decimal, places: int) -> Decimal:
     return value.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP)
-
-
-def _money(value: Decimal) -> str:
-    return f"{_half_up(value, 2):.2f}"
 
 
 def _numbers(text: str) -> list[Decimal]:
@@ -698,7 +695,7 @@ class _LedgerDraws:
         self.order_counter += self.rng.randint(1, 7)
         return f"SO-{self.order_counter}"
 
-    def cents_in(self, code: str) -> int:
+    def amount_in(self, code: str) -> int:
         """A sale's amount in a currency's minor units."""
         eur_cents = self.rng.randint(1500, 90000)
         return int(_half_up(Decimal(eur_cents) * (CURRENCIES.get(code, Decimal(1))), 0))
@@ -722,11 +719,11 @@ class _LedgerDraws:
         """One order's sale line, or two lines of it, added to the ledger and returned."""
         number = self.order_no()
         code, shown = self.line_currency(store)
-        made = [[number, sold_at, store["store_id"], self.cents_in(code), shown]]
+        made = [[number, sold_at, store["store_id"], self.amount_in(code), shown]]
         if pair:
             code2, shown2 = self.line_currency(store)
             made.append([number, sold_at[:-2] + f"{min(int(sold_at[-2:]) + 7, 59):02d}", store["store_id"],
-                         self.cents_in(code2), shown2])
+                         self.amount_in(code2), shown2])
         self.lines.extend(made)
         return made
 
@@ -849,7 +846,7 @@ def _ledger_lines(rng: ItemRng, draws: _LedgerDraws, stores: list[dict], empty_r
     for store in rng.sample(switching, min(2, len(switching))):  # on the day a new rate starts
         lines.append([draws.order_no(), f"{ym}-{change_day[store['currency']]:02d} 0{rng.randint(8, 9)}:"
                                         f"{rng.randint(10, 59):02d}:00", store["store_id"],
-                      draws.cents_in(store["currency"]), store["currency"] if rng.random() < 0.5 else None])
+                      draws.amount_in(store["currency"]), store["currency"] if rng.random() < 0.5 else None])
         month_sales.append(lines[-1])
     # A pending payment on a counted order, and an order whose only line is pending (at the quiet store).
     pending_host = rng.choice(month_sales)
@@ -971,9 +968,9 @@ def _revenue_scripts(world: RevenueWorld) -> tuple[tuple[Call, ...], tuple[Call,
     """The efficient analyst's calls, and a wasteful one with repeated reads and a careless report rewritten."""
     regions, notes_path, stores_path = world.regions, world.notes_path, world.stores_path
     report_path = world.report_path
-    report = "\n".join([",".join(REPORT_HEADER)] + [
-        f"{r},{t[0]},{_money(t[1])},{_money(t[2])},{_money(t[3])}" for r, t in world.truth.items()]) + "\n"
-    answer = f"Total net_eur: {_money(world.total_net)}"
+    rows = [f"{r},{t[0]},{two_decimals(t[1])},{two_decimals(t[2])},{two_decimals(t[3])}" for r, t in world.truth.items()]
+    report = "\n".join([",".join(REPORT_HEADER)] + rows) + "\n"
+    answer = f"Total net_eur: {two_decimals(world.total_net)}"
     query = _revenue_query(world.stores, regions, world.ym, world.next_ym)
     reads = (Call("list_files"), Call("read_file", {"path": notes_path}), Call("read_file", {"path": stores_path}),
              Call("run_sql", {"query": "SELECT name, sql FROM sqlite_master WHERE type = 'table'"}),

@@ -9,6 +9,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from esac_kit.ag.answers import money, scaled_amounts
 from esac_kit.ag.env import Environment, ToolError, tool
 from esac_kit.ag.task import AgTask, Call, Check
 from esac_kit.rng import ItemRng
@@ -136,10 +137,6 @@ def _day(d: dt.date) -> str:
     return f"{d.day} {MONTHS[d.month - 1]} {d.year}"
 
 
-def _money(symbol: str, amount: int) -> str:
-    return f"{symbol}{amount:,}"
-
-
 def _people(rng: ItemRng, n: int) -> list[str]:
     """n people with distinct first names and distinct surnames."""
     return [f"{f} {s}" for f, s in zip(rng.sample(FIRST_NAMES, n), rng.sample(SURNAMES, n))]
@@ -150,21 +147,6 @@ def _later(rng: ItemRng, d: dt.date, low: int, high: int) -> dt.date:
 
 
 # ------------------------------------------------------------------------------------------- answer parsing
-
-_AMOUNT = re.compile(r"(?<![\w.\-/])(\d{1,3}(?:[,\u00a0\u202f ]\d{3})+|\d+)(\.\d+)?"
-                     r"(?:\s*(k|m|bn|thousand|million|billion))?(?![\w\-/])", re.IGNORECASE)
-_SCALE = {"k": 1e3, "thousand": 1e3, "m": 1e6, "million": 1e6, "bn": 1e9, "billion": 1e9}
-
-
-def _amounts(text: str) -> list[float]:
-    """Every money-like figure in a text, in order; ids (INC-1234) and ISO dates are not figures."""
-    found = []
-    for match in _AMOUNT.finditer(text):
-        whole = re.sub(r"[,\u00a0\u202f ]", "", match.group(1))
-        value = float(whole + (match.group(2) or ""))
-        found.append(value * _SCALE.get((match.group(3) or "").lower(), 1))
-    return found
-
 
 def _labelled(answer: str, label: str, has_value: Callable[[str], bool]) -> str | None:
     """The text after the last `label:` that holds a value, up to the next `;` or line end; None if none does."""
@@ -200,10 +182,10 @@ def amount_matches(answer: str | None, label: str, truth: int, traps: set[int]) 
     """The labelled figure is `truth` (the first after `label:`); unlabelled, `truth` appears and no trap does."""
     if not answer:
         return False
-    segment = _labelled(answer, label, lambda s: bool(_amounts(s)))
+    segment = _labelled(answer, label, lambda s: bool(scaled_amounts(s)))
     if segment is not None:
-        return abs(_amounts(segment)[0] - truth) < 0.5
-    values = _amounts(answer)
+        return abs(scaled_amounts(segment)[0] - truth) < 0.5
+    values = scaled_amounts(answer)
     return any(abs(v - truth) < 0.5 for v in values) and not any(abs(v - t) < 0.5 for v in values for t in traps)
 
 
@@ -301,9 +283,9 @@ class OutageFacts:
         """Finance's cost memo of an outage, line by line."""
         symbol, finance = self.symbol, self.finance
         return (f"Finance estimate of the total cost of {incident}, the outage at the {where} facility on "
-                f"{_day(when)}.\nLost revenue: {_money(symbol, lines[0])}\nSLA credits: {_money(symbol, lines[1])}\n"
-                f"Emergency repair and parts: {_money(symbol, lines[2])}\nStaff overtime: {_money(symbol, lines[3])}\n"
-                f"Total cost of the outage: {_money(symbol, total)}\nQueries to {finance}.")
+                f"{_day(when)}.\nLost revenue: {money(symbol, lines[0])}\nSLA credits: {money(symbol, lines[1])}\n"
+                f"Emergency repair and parts: {money(symbol, lines[2])}\nStaff overtime: {money(symbol, lines[3])}\n"
+                f"Total cost of the outage: {money(symbol, total)}\nQueries to {finance}.")
 
 
 def _cost_lines(total: int) -> tuple[int, ...]:
@@ -463,12 +445,12 @@ def _cost_docs(f: OutageFacts, numbers: ItemRng, dates: ItemRng) -> dict[str, Do
                     f.cost_memo(target, site, outage, initial, (revenue, credits, repair, overtime))),
         "correction": Doc("memo", f"Correction: {target} cost memo", correction_date, finance,
                           f"Correction to the memo \"{cost_title}\" of {_day(cost_date)}: the SLA credits line should "
-                          f"read {_money(symbol, corrected_credits)}, not {_money(symbol, credits)}; the credits for "
+                          f"read {money(symbol, corrected_credits)}, not {money(symbol, credits)}; the credits for "
                           f"the affected racks were {'under' if corrected_credits > credits else 'over'}counted. "
                           f"All other lines stand."),
         "insurance_draft": Doc("memo", f"Revised cost of {target} including insurance recovery", draft_date, analyst,
                                f"DRAFT for discussion, not approved. If the insurer accepts our claim for {target}, "
-                               f"the net cost of the {site} outage would fall to {_money(symbol, insured_net)}. "
+                               f"the net cost of the {site} outage would fall to {money(symbol, insured_net)}. "
                                f"Do not quote until the claim is settled.", status="draft"),
         "near_review": Doc("report", f"Post-incident review: {near_target}, {near_site} {components[2][1]} outage",
                            _later(dates, outage, 5, 9), reviewer,
@@ -618,7 +600,7 @@ def _check_dossier(f: OutageFacts, answer: str | None) -> dict[str, bool]:
 def _dossier_reference(world: DossierWorld) -> tuple[Call, ...]:
     """The efficient researcher: review, work order, catalogue and sourcing notice, then the cost and its correction."""
     f, ids = world.facts, world.ids
-    answer = f"supplier: {f.supplier}; cost: {_money(f.symbol, f.corrected)}"
+    answer = f"supplier: {f.supplier}; cost: {money(f.symbol, f.corrected)}"
     return (Call("search", {"query": f"{f.site} outage post-incident review"}),
             Call("read_document", {"doc_id": ids["review"]}),
             Call("search", {"query": f.wo_target}),
@@ -803,10 +785,10 @@ def _correction_body(f: BudgetFacts) -> str:
     increase_title = f.increase_title
     if increase_restated:
         return (f"The memo \"{increase_title}\" of {_day(increase_memo)} stated the increase as "
-                f"{_money(symbol, increase)}. The approved increase is {_money(symbol, restated)}; the "
+                f"{money(symbol, increase)}. The approved increase is {money(symbol, restated)}; the "
                 f"effective date is unchanged.")
     else:
-        return (f"The increase of {_money(symbol, increase)} in the memo \"{increase_title}\" of "
+        return (f"The increase of {money(symbol, increase)} in the memo \"{increase_title}\" of "
                 f"{_day(increase_memo)} was applied before the board had approved it. It is reversed "
                 f"back to {_day(increase_effective)} and will now take effect on {_day(deferred_to)}, "
                 f"after board approval.")
@@ -826,36 +808,36 @@ def _budget_change_docs(f: BudgetFacts, numbers: ItemRng, dates: ItemRng) -> dic
     return {
         "charter": Doc("wiki", f"Project {main} charter", charter_date, sponsor,
                        f"Project {main} delivers the {purposes[0]}. Sponsor: {sponsor}. Budget owner: {owner_first}. "
-                       f"Approved budget for {year}: {_money(symbol, base)}. Changes to the approved budget are made "
+                       f"Approved budget for {year}: {money(symbol, base)}. Changes to the approved budget are made "
                        f"by finance memo and take effect on the stated effective date."),
         "increase": Doc("memo", increase_title, increase_memo, controller,
-                        f"Finance has approved an increase of {_money(symbol, increase)} to the {year} budget of "
+                        f"Finance has approved an increase of {money(symbol, increase)} to the {year} budget of "
                         f"Project {main}, effective {_day(increase_effective)}, to fund extra integration work."),
         "correction": Doc("memo", f"Correction: Project {main} budget increase", correction_date, controller,
                           _correction_body(f)),
         "spend": Doc("report", f"Project {main} spend report", spend_report, analyst,
-                     f"Spend to date on Project {main}: {_money(symbol, numbers.randint(30, 90) * 10_000)} against "
-                     f"an approved budget of {_money(symbol, base + increase)}. Forecast on track."),
+                     f"Spend to date on Project {main}: {money(symbol, numbers.randint(30, 90) * 10_000)} against "
+                     f"an approved budget of {money(symbol, base + increase)}. Forecast on track."),
         "merge": Doc("memo", f"Project {merged} to be folded into Project {main}", merge_memo, cfo,
                      f"Effective {_day(merge_effective)}, Project {merged} is folded into Project {main}. On that "
                      f"date the whole approved budget of Project {merged} moves to Project {main}, and "
                      f"{merged_owner} joins the {main} steering group."),
         "merged_charter": Doc("wiki", f"Project {merged} charter", dt.date(year, 1, dates.randint(3, 28)), sponsor,
                               f"Project {merged} delivers the {purposes[1]}. Budget owner: {merged_owner}. Approved "
-                              f"budget for {year}: {_money(symbol, merged_base)}."),
+                              f"budget for {year}: {money(symbol, merged_base)}."),
         "merged_cut": Doc("memo", f"Project {merged} budget reduction", merged_cut_memo, controller,
                           f"Effective {_day(merged_cut_effective)}, the approved budget of Project {merged} is reduced "
-                          f"by {_money(symbol, merged_cut)} after part of its scope was dropped."),
+                          f"by {money(symbol, merged_cut)} after part of its scope was dropped."),
         "proposal": Doc("memo", f"Proposal: further funding for Project {main}", proposal_date, owner_first,
                         f"DRAFT proposal for the steering committee, not approved. Request an increase of "
-                        f"{_money(symbol, proposal)} to the budget of Project {main} for a second data centre "
+                        f"{money(symbol, proposal)} to the budget of Project {main} for a second data centre "
                         f"region.", status="draft"),
         "minutes": Doc("minutes", "Steering committee minutes", minutes_date, analyst,
                        f"Present: {cfo}, {sponsor}, {owner_first}. The proposal for further funding for Project "
                        f"{main} was discussed; no decision, to be revisited next quarter."),
         "cut": Doc("memo", f"Project {main} budget reduction", cut_memo, controller,
                    f"Effective {_day(cut_effective)}, the approved budget of Project {main} is reduced by "
-                   f"{_money(symbol, cut)} as part of the second-half savings plan."),
+                   f"{money(symbol, cut)} as part of the second-half savings plan."),
         "handover": Doc("memo", f"New budget owner for Project {main}", handover_memo, cfo,
                         f"{owner_second} takes over from {owner_first} as budget owner of Project {main}, effective "
                         f"{_day(handover_effective)}."),
@@ -872,14 +854,14 @@ def _look_alike_docs(f: BudgetFacts, numbers: ItemRng, dates: ItemRng) -> dict[s
     return {
         "twin_charter": Doc("wiki", f"{twin} charter", charter_date + dt.timedelta(days=3), sponsor,
                             f"{twin} is the research unit attached to Project {main}. Budget owner: {twin_owner}. "
-                            f"Approved budget for {year}: {_money(symbol, twin_budget)}."),
+                            f"Approved budget for {year}: {money(symbol, twin_budget)}."),
         "twin_increase": Doc("memo", f"Budget increase for {twin}", _later(dates, increase_memo, 5, 40), controller,
-                             f"Finance has approved an increase of {_money(symbol, twin_increase)} to the {year} "
+                             f"Finance has approved an increase of {money(symbol, twin_increase)} to the {year} "
                              f"budget of {twin}, effective immediately."),
         "look_alike": Doc("memo", f"{merged} Point refurbishment budget", _later(dates, charter_date, 20, 90),
                           controller,
                           f"The {merged} Point office refurbishment has an approved budget of "
-                          f"{_money(symbol, numbers.randint(20, 90) * 10_000)}; it is a facilities budget, not a "
+                          f"{money(symbol, numbers.randint(20, 90) * 10_000)}; it is a facilities budget, not a "
                           f"project."),
         "policy": Doc("wiki", "How programme budgets change", dt.date(year - 1, 11, dates.randint(1, 28)), cfo,
                       "A programme's approved budget is set by its charter and changed only by finance memos. A "
@@ -903,15 +885,15 @@ def _filler_budget_docs(f: BudgetFacts, numbers: ItemRng, dates: ItemRng) -> dic
         docs[f"filler_charter_{index}"] = Doc(
             "wiki", f"Project {name} charter", dt.date(year, 1, dates.randint(3, 28)), sponsor,
             f"Project {name} delivers the {purposes[index + 2]}. Budget owner: {filler_owners[index]}. Approved "
-            f"budget for {year}: {_money(symbol, filler_base)}.")
+            f"budget for {year}: {money(symbol, filler_base)}.")
         direction = numbers.choice(("increase", "reduction"))
         docs[f"filler_change_{index}"] = Doc(
             "memo", f"Budget {direction} for Project {name}", _later(dates, charter_date, 20, 150), controller,
             f"Effective {_day(_later(dates, charter_date, 25, 160))}, the approved budget of Project {name} "
-            f"{'rises' if direction == 'increase' else 'falls'} by {_money(symbol, numbers.randint(5, 40) * 5_000)}.")
+            f"{'rises' if direction == 'increase' else 'falls'} by {money(symbol, numbers.randint(5, 40) * 5_000)}.")
         docs[f"filler_spend_{index}"] = Doc(
             "report", f"Project {name} spend report", _later(dates, charter_date, 60, 150), analyst,
-            f"Spend to date on Project {name}: {_money(symbol, numbers.randint(5, 30) * 10_000)}. Forecast on track.")
+            f"Spend to date on Project {name}: {money(symbol, numbers.randint(5, 30) * 10_000)}. Forecast on track.")
         docs[f"filler_notice_{index}"] = Doc(
             "email", f"Project {name} status", _later(dates, charter_date, 30, 160), filler_owners[index],
             f"Quick status for Project {name}: milestones on track, no budget change requested this month.")
@@ -976,7 +958,7 @@ def _check_budget(f: BudgetFacts, answer: str | None) -> dict[str, bool]:
 def _budget_reference(world: BudgetWorld) -> tuple[Call, ...]:
     """The efficient researcher: the budget memos, the ownership chain, then the merged programme's budget."""
     f, ids = world.facts, world.ids
-    answer = f"budget: {_money(f.symbol, f.budget)}; owner: {f.owner}"
+    answer = f"budget: {money(f.symbol, f.budget)}; owner: {f.owner}"
     return (Call("search", {"query": f"Project {f.main} budget"}),
             Call("read_document", {"doc_id": ids["increase"]}),
             Call("read_document", {"doc_id": ids["correction"]}),
