@@ -8,6 +8,7 @@ import datetime as dt
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from esac_kit.ag.answers import money, scaled_amounts
 from esac_kit.ag.env import Environment, ToolError, tool
@@ -131,6 +132,19 @@ def _file(rng: ItemRng, docs: dict[str, Doc]) -> tuple[dict[str, dict], dict[str
         archive[ids[role]] = {"id": ids[role], "kind": doc.kind, "title": doc.title, "date": doc.date.isoformat(),
                               "author": doc.author, "status": doc.status, "body": doc.body}
     return archive, ids
+
+
+def _filed_archive(rng: ItemRng, draw_facts: Callable, doc_groups: tuple[Callable, ...]
+                   ) -> tuple[Any, dict[str, dict], dict[str, str]]:
+    """Draw an instance's facts from its names, numbers and dates streams, write its documents group by group
+    from them, and file them: returns the facts, the archive and role -> document id."""
+    names, numbers, dates = rng.fork("names"), rng.fork("numbers"), rng.fork("dates")
+    facts = draw_facts(names, numbers, dates)
+    docs: dict[str, Doc] = {}
+    for group in doc_groups:
+        docs.update(group(facts, numbers, dates))
+    archive, ids = _file(rng.fork("ids"), docs)
+    return facts, archive, ids
 
 
 def _day(d: dt.date) -> str:
@@ -571,11 +585,8 @@ def incident_dossier(rng: ItemRng) -> AgTask:
 
 def _dossier_world(rng: ItemRng) -> DossierWorld:
     """The outage's facts and the archive of documents written from them."""
-    names, numbers, dates = rng.fork("names"), rng.fork("numbers"), rng.fork("dates")
-    facts = _outage_facts(names, numbers, dates)
-    docs = {**_root_cause_docs(facts, numbers, dates), **_cost_docs(facts, numbers, dates),
-            **_background_docs(facts, numbers, dates), **_routine_docs(facts, numbers, dates)}
-    archive, ids = _file(rng.fork("ids"), docs)
+    facts, archive, ids = _filed_archive(rng, _outage_facts,
+                                         (_root_cause_docs, _cost_docs, _background_docs, _routine_docs))
     return DossierWorld(facts, archive, ids, f"{rng.fork('prompt').choice(FIRST_NAMES)} from the reliability team")
 
 
@@ -929,11 +940,8 @@ def budget_as_of(rng: ItemRng) -> AgTask:
 
 def _budget_world(rng: ItemRng) -> BudgetWorld:
     """The programme's facts and the archive of documents written from them."""
-    names, numbers, dates = rng.fork("names"), rng.fork("numbers"), rng.fork("dates")
-    facts = _budget_facts(names, numbers, dates)
-    docs = {**_budget_change_docs(facts, numbers, dates), **_look_alike_docs(facts, numbers, dates),
-            **_filler_budget_docs(facts, numbers, dates)}
-    archive, ids = _file(rng.fork("ids"), docs)
+    facts, archive, ids = _filed_archive(rng, _budget_facts,
+                                         (_budget_change_docs, _look_alike_docs, _filler_budget_docs))
     return BudgetWorld(facts, archive, ids, f"FIN-{rng.fork('prompt').randint(1000, 9999)}")
 
 
