@@ -783,8 +783,8 @@ def _revenue_world(rng: ItemRng) -> RevenueWorld:
 
 
 def _revenue_stores(rng: ItemRng) -> tuple[list[str], str, list[str], list[dict]]:
-    """Four regions, one of them without sales; three foreign currencies; eight stores, one a training store.
-    Returns the regions, the quiet region, the currencies and the stores."""
+    """Four regions, the one of them without sales, three foreign currencies and eight stores (one a training
+    store)."""
     regions = sorted(rng.sample(REGIONS, 4))
     empty_region = rng.choice(regions)
     foreign = rng.sample(sorted(CURRENCIES), 3)

@@ -548,7 +548,7 @@ def _adjustment_faults(rng: ItemRng, kind_of: dict[str, str], delta: dict[str, i
                        ) -> tuple[str, str | None, list[tuple[str, str]]]:
     """One adjustment times out after applying, on a SKU whose replica value differs from the count (so checking
     the replica always misleads); maybe one times out before applying (never the first, so re-reading it follows
-    a state change). Returns both and the reference's (sku, outcome) per adjust_stock call."""
+    a state change); returns both and the reference's (sku, outcome) per adjust_stock call."""
     adjusting = [sku for sku in kind_of if delta[sku] != 0]
     applied = rng.choice([sku for sku in adjusting if kind_of[sku] in "ab"])
     dropped = rng.choice([None] + [s for s in adjusting[1:] if s != applied])

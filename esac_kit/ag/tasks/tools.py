@@ -818,8 +818,8 @@ def _staff_accounts(rng: ItemRng, directory: _Directory) -> tuple[str, list[str]
 
 def _access_groups(rng: ItemRng, directory: _Directory, staff: list[str], managers: list[str]
                    ) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, bool]], dict[str, Any]]:
-    """Groups whose role profile holds one with a prerequisite, a retired one and an approval one, and an
-    employees-only extra; one approval owner is away with a delegate. Returns groups, members and each group's part."""
+    """The groups (the role's profile holds one with a prerequisite, a retired one and an approval one; the ticket
+    adds an employees-only one; one approval owner is away with a delegate), their members and each group's part."""
     chosen = rng.sample(GROUP_POOL, 7)
     gids = [f"grp-{name}" for name, _ in chosen]
     prerequisite, with_prerequisite, retired, with_approval, extra = gids[:5]
