@@ -12,9 +12,11 @@ import re
 import sqlite3
 import time
 from collections import Counter
+from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation, localcontext
 from typing import Any
 
+from esac_kit.ag.answers import two_decimals
 from esac_kit.ag.env import Environment, ToolError, tool
 from esac_kit.ag.task import AgTask, Call, Check
 from esac_kit.rng import ItemRng
@@ -229,10 +231,6 @@ def _half_up(value: Decimal, places: int) -> Decimal:
     return value.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP)
 
 
-def _money(value: Decimal) -> str:
-    return f"{_half_up(value, 2):.2f}"
-
-
 def _numbers(text: str) -> list[Decimal]:
     """Every number written in a free-text answer (thousands separators allowed)."""
     found = re.findall(r"-?\d[\d,]*(?:\.\d+)?", text)
@@ -279,29 +277,24 @@ def _spread(rng: ItemRng, options: list, n: int) -> list:
     return picks
 
 
-def receipts_load(rng: ItemRng) -> AgTask:
-    """Clean a goods-in CSV export (corrections, voids, mixed dates, units and money formats) into `receipts`."""
-    company, depot, manager = rng.choice(COMPANIES), rng.choice(DEPOTS), rng.choice(PEOPLE)
-    year, month = rng.randint(2023, 2026), rng.randint(1, 12)
-    days = calendar.monthrange(year, month)[1]
-    day_first = rng.random() < 0.5
-    period = f"{MONTH_NAMES[month]} {year}"
-    csv_path = f"inbox/goods_in_{year}-{month:02d}.csv"
-    rules_path = "inbox/LOADING_RULES.md"
+class _ReceiptDraws:
+    """Draws the receipts of one month's export: refs in till order and clean records with their shown forms."""
 
-    names = rng.sample(SUPPLIER_NAMES, 7)
-    supplier_ids = rng.sample(range(101, 990), 6)
-    suppliers = dict(zip(names[:6], supplier_ids))
-    unknown_supplier = names[6]
-    skus = [f"{p}-{rng.randint(1000, 9899)}" for p in rng.sample(SKU_PREFIXES, 6)]
-    ref_prefix = rng.choice(["GR", "RC", "GI", "WR"])
-    next_ref = [rng.randint(1200, 7800)]
+    def __init__(self, rng: ItemRng, year: int, month: int, suppliers: dict[str, int], skus: list[str]):
+        self.rng, self.year, self.month, self.suppliers, self.skus = rng, year, month, suppliers, skus
+        self.days = calendar.monthrange(year, month)[1]
+        self.ref_prefix = rng.choice(["GR", "RC", "GI", "WR"])
+        self.next_ref = rng.randint(1200, 7800)
 
-    def new_ref(y: int = year, m: int = month) -> str:
-        next_ref[0] += rng.randint(1, 4)
-        return f"{ref_prefix}{y % 100:02d}{m:02d}-{next_ref[0]}"
+    def new_ref(self, y: int | None = None, m: int | None = None) -> str:
+        """The till's next receipt reference, in this month unless another is given."""
+        y, m = (self.year if y is None else y), (self.month if m is None else m)
+        self.next_ref += self.rng.randint(1, 4)
+        return f"{self.ref_prefix}{y % 100:02d}{m:02d}-{self.next_ref}"
 
-    def clean_record(ref: str, date: tuple[int, int, int]) -> dict:
+    def clean_record(self, ref: str, date: tuple[int, int, int]) -> dict:
+        """One receipt: its true values and the weight as the till wrote it."""
+        rng = self.rng
         unit = rng.choice(["kg", "g", "lb"])
         if unit == "kg":
             weight = Decimal(rng.randint(300, 90000)) / 1000
@@ -313,60 +306,149 @@ def receipts_load(rng: ItemRng) -> AgTask:
             pounds = Decimal(rng.randint(5, 900)) / 10
             weight = pounds * LB_IN_KG
             shown = rng.choice([f"{pounds.normalize():f} lb", f"{pounds.normalize():f} lbs", f"{pounds:f}lb"])
-        name = rng.choice(list(suppliers))
-        return {"ref": ref, "date": date, "supplier": name, "supplier_id": suppliers[name], "sku": rng.choice(skus),
-                "quantity": rng.randint(2, 2400), "weight": weight, "weight_shown": shown,
-                "cents": rng.randint(1500, 950000), "void": False}
+        name = rng.choice(list(self.suppliers))
+        return {"ref": ref, "date": date, "supplier": name, "supplier_id": self.suppliers[name],
+                "sku": rng.choice(self.skus), "quantity": rng.randint(2, 2400), "weight": weight,
+                "weight_shown": shown, "cents": rng.randint(1500, 950000), "void": False}
 
-    def in_month_day() -> tuple[int, int, int]:
-        return (year, month, rng.randint(1, days))
+    def in_month_day(self) -> tuple[int, int, int]:
+        """A day of the export's month."""
+        return (self.year, self.month, self.rng.randint(1, self.days))
 
-    # The records of the file, each with its fate; `keep` marks the ones that must end up in the table.
+
+@dataclass
+class ReceiptsWorld:
+    """A month's goods-in export, its rules, the tables it loads into, and the rows a correct load inserts."""
+
+    company: str
+    manager: str
+    period: str
+    ticket: str
+    rules_path: str
+    csv_path: str
+    files: dict[str, str]
+    table_rows: dict[str, list[tuple]]
+    supplier_rows: list[tuple]
+    earlier_rows: list[tuple]  # the receipts the early-month run loaded
+    expected: dict[str, tuple]  # ref -> the inserted row's values after the ref, in file order
+    exact_weights: dict[str, Decimal]  # ref -> the unrounded weight in kg
+    total_cents: int  # the sum of amount_cents over those rows
+
+
+RECEIPTS_CHECKS = (
+    Check("loaded_set", "exactly the right receipts were inserted, each once", 2.0),
+    Check("received_on", "every loaded receipt has the right ISO date"),
+    Check("supplier_id", "every loaded receipt has the right supplier id"),
+    Check("sku_quantity", "every loaded receipt has the right upper-case SKU and whole quantity"),
+    Check("weight_kg", "every loaded receipt has the right weight in kg, rounded to 3 decimals"),
+    Check("amount_cents", "every loaded receipt has the right amount in cents"),
+    Check("answer", "the answer gives the number of inserted rows and the sum of their amount_cents"),
+    Check("earlier_rows_intact", "the rows loaded earlier and the suppliers table are unchanged", guard=True),
+)
+
+
+def receipts_load(rng: ItemRng) -> AgTask:
+    """Clean a goods-in CSV export (corrections, voids, mixed dates, units and money formats) into `receipts`."""
+    world = _receipts_world(rng)
+    reference, wasteful = _receipts_scripts(world)
+    return AgTask(_receipts_prompt(world),
+                  lambda: DataEnv(copy.deepcopy(world.files), RECEIPTS_SCHEMA, copy.deepcopy(world.table_rows)),
+                  RECEIPTS_CHECKS, lambda env, answer: _check_receipts(world, env, answer), reference, wasteful)
+
+
+def _receipts_world(rng: ItemRng) -> ReceiptsWorld:
+    """The suppliers and SKUs, the export's records with their fates, the file and the rows loaded before."""
+    company, depot, manager = rng.choice(COMPANIES), rng.choice(DEPOTS), rng.choice(PEOPLE)
+    year, month = rng.randint(2023, 2026), rng.randint(1, 12)
+    day_first = rng.random() < 0.5
+    period = f"{MONTH_NAMES[month]} {year}"
+    csv_path = f"inbox/goods_in_{year}-{month:02d}.csv"
+    rules_path = "inbox/LOADING_RULES.md"
+
+    names = rng.sample(SUPPLIER_NAMES, 7)
+    supplier_ids = rng.sample(range(101, 990), 6)
+    suppliers = dict(zip(names[:6], supplier_ids))
+    skus = [f"{p}-{rng.randint(1000, 9899)}" for p in rng.sample(SKU_PREFIXES, 6)]
+    draws = _ReceiptDraws(rng, year, month, suppliers, skus)
+    entries = _receipt_entries(draws, unknown_supplier=names[6])
+    corrections = _receipt_corrections(draws)
+    earlier_rows, repeated = _earlier_receipts(draws)
+    lines = _export_lines(rng, entries, repeated, corrections)
+    raw_csv = _export_csv(rng, lines, day_first)
+
+    kept = [r for r, keep in entries if keep] + [later for _, later, keep in corrections if keep]
+    order = {id(record): i for i, (record, _) in enumerate(lines)}
+    kept.sort(key=lambda r: order[id(r)])
+    supplier_rows = sorted((sid, name) for name, sid in suppliers.items())
+    files = {rules_path: _loading_rules(period, csv_path, depot, day_first), csv_path: raw_csv}
+    table_rows = {"suppliers": supplier_rows, "receipts": [(i + 1, *row) for i, row in enumerate(earlier_rows)]}
+    ticket = f"LOAD-{rng.randint(10000, 99999)}"  # keeps every instance's prompt distinct
+    return ReceiptsWorld(company, manager, period, ticket, rules_path, csv_path, files, table_rows, supplier_rows,
+                         earlier_rows, {r["ref"]: _receipt_row(r)[1:] for r in kept},
+                         {r["ref"]: r["weight"] for r in kept}, sum(r["cents"] for r in kept))
+
+
+def _receipt_entries(draws: _ReceiptDraws, unknown_supplier: str) -> list[tuple[dict, bool]]:
+    """The file's records, each with its fate: True for the ones that must end up in the table."""
+    rng, year, month = draws.rng, draws.year, draws.month
     entries: list[tuple[dict, bool]] = []
     for _ in range(rng.randint(10, 13)):
-        entries.append((clean_record(new_ref(), in_month_day()), True))
+        entries.append((draws.clean_record(draws.new_ref(), draws.in_month_day()), True))
     # An ambiguous slashed date that is in the month only when read with the depot's convention, and one that is
     # in the month only when misread.
     ambiguous_day = rng.choice([d for d in range(1, 13) if d != month])
-    keep_slash = clean_record(new_ref(), (year, month, ambiguous_day))
+    keep_slash = draws.clean_record(draws.new_ref(), (year, month, ambiguous_day))
     keep_slash["slash"] = True
     entries.append((keep_slash, True))
     other_month = month + 1 if month < 12 else 11
-    drop_slash = clean_record(new_ref(), (year, other_month, month))
+    drop_slash = draws.clean_record(draws.new_ref(), (year, other_month, month))
     drop_slash["slash"] = True
     entries.append((drop_slash, False))
     outside = (year, month - 1, calendar.monthrange(year, month - 1)[1]) if month > 1 else (year, 2, 1)
-    entries.append((clean_record(new_ref(), outside), False))
-    void = clean_record(new_ref(), in_month_day())
+    entries.append((draws.clean_record(draws.new_ref(), outside), False))
+    void = draws.clean_record(draws.new_ref(), draws.in_month_day())
     void["void"] = True
     entries.append((void, False))
-    entries.append((dict(clean_record(new_ref(), in_month_day()), supplier=unknown_supplier, supplier_id=None), False))
+    entries.append((dict(draws.clean_record(draws.new_ref(), draws.in_month_day()), supplier=unknown_supplier,
+                         supplier_id=None), False))
+    return entries
 
-    # Corrections: (earlier export, later export) pairs of one ref; only the later one counts.
+
+def _receipt_corrections(draws: _ReceiptDraws) -> list[tuple[dict, dict, bool]]:
+    """(earlier export, later export, kept) pairs of one ref; only the later one counts."""
+    rng = draws.rng
     corrections: list[tuple[dict, dict, bool]] = []
-    first = clean_record(new_ref(), in_month_day())
+    first = draws.clean_record(draws.new_ref(), draws.in_month_day())
     corrections.append((first, dict(first, quantity=first["quantity"] + rng.randint(1, 9),
                                     cents=first["cents"] + rng.randint(100, 9000)), True))
-    voided = clean_record(new_ref(), in_month_day())
+    voided = draws.clean_record(draws.new_ref(), draws.in_month_day())
     corrections.append((voided, dict(voided, void=True), False))
-    revived = clean_record(new_ref(), in_month_day())
+    revived = draws.clean_record(draws.new_ref(), draws.in_month_day())
     corrections.append((dict(revived, void=True, cents=revived["cents"] + 500), revived, True))
+    return corrections
 
-    # Receipts the early-month run already loaded; the file repeats them (one of them edited since).
+
+def _earlier_receipts(draws: _ReceiptDraws) -> tuple[list[tuple], list[dict]]:
+    """The rows the early-month run already loaded, and the records the file repeats (one of them edited since)."""
+    rng, year, month = draws.rng, draws.year, draws.month
     earlier_rows: list[tuple] = []
     repeated: list[dict] = []
     for k in range(rng.randint(2, 3)):
-        record = clean_record(new_ref(), (year, month, rng.randint(1, 3)))
+        record = draws.clean_record(draws.new_ref(), (year, month, rng.randint(1, 3)))
         earlier_rows.append(_receipt_row(record))
         if k < 2:
             repeated.append(dict(record, quantity=record["quantity"] + 5) if k else record)
     previous = (year, month - 1) if month > 1 else (year - 1, 12)
     for _ in range(rng.randint(4, 6)):
-        record = clean_record(new_ref(*previous), (*previous, rng.randint(1, 28)))
+        record = draws.clean_record(draws.new_ref(*previous), (*previous, rng.randint(1, 28)))
         earlier_rows.insert(0, _receipt_row(record))
     rng.shuffle(earlier_rows)
+    return earlier_rows, repeated
 
-    # Lay out the file lines: (record, exported_at) in a shuffled order; corrections deliberately out of order.
+
+def _export_lines(rng: ItemRng, entries: list[tuple[dict, bool]], repeated: list[dict],
+                  corrections: list[tuple[dict, dict, bool]]) -> list[tuple[dict, str]]:
+    """The file's (record, exported_at) lines in a shuffled order; corrections deliberately out of order."""
     lines: list[tuple[dict, str]] = []
     for record, _ in entries:
         lines.append((record, _stamp(record["date"], 1, rng)))
@@ -381,7 +463,11 @@ def receipts_load(rng: ItemRng) -> AgTask:
         at, late_at = rng.randint(0, len(lines)), rng.randint(0, len(lines))
         lines.insert(min(at, late_at), (later, late_stamp))   # the later export comes first in the file
         lines.insert(max(at, late_at) + 1, (earlier, early_stamp))
+    return lines
 
+
+def _export_csv(rng: ItemRng, lines: list[tuple[dict, str]], day_first: bool) -> str:
+    """The export's text, every line in one of the tills' date, money, supplier, SKU and status spellings."""
     formats = _spread(rng, ["iso", "slash", "text", "text_us", "iso", "slash"], len(lines))
     money = _spread(rng, ["dollar", "plain", "usd_prefix", "usd_suffix"], len(lines))
     buffer = io.StringIO()
@@ -394,80 +480,63 @@ def receipts_load(rng: ItemRng) -> AgTask:
                          _show_money(record["cents"], money_format),
                          rng.choice(["VOID", "void", "Void"]) if record["void"] else rng.choice(["OK", "ok", "OK "]),
                          stamp])
-    raw_csv = buffer.getvalue()
+    return buffer.getvalue()
 
-    kept = [r for r, keep in entries if keep] + [later for _, later, keep in corrections if keep]
-    order = {id(record): i for i, (record, _) in enumerate(lines)}
-    kept.sort(key=lambda r: order[id(r)])
-    expected = {r["ref"]: _receipt_row(r)[1:] for r in kept}
-    total_cents = sum(r["cents"] for r in kept)
-    exact_weights = {r["ref"]: r["weight"] for r in kept}
 
-    rules = _loading_rules(period, csv_path, depot, day_first)
-    files = {rules_path: rules, csv_path: raw_csv}
-    supplier_rows = sorted((sid, name) for name, sid in suppliers.items())
-    table_rows = {"suppliers": supplier_rows,
-                  "receipts": [(i + 1, *row) for i, row in enumerate(earlier_rows)]}
-
-    def make_env() -> DataEnv:
-        return DataEnv(copy.deepcopy(files), RECEIPTS_SCHEMA, copy.deepcopy(table_rows))
-
-    checks = (
-        Check("loaded_set", "exactly the right receipts were inserted, each once", 2.0),
-        Check("received_on", "every loaded receipt has the right ISO date"),
-        Check("supplier_id", "every loaded receipt has the right supplier id"),
-        Check("sku_quantity", "every loaded receipt has the right upper-case SKU and whole quantity"),
-        Check("weight_kg", "every loaded receipt has the right weight in kg, rounded to 3 decimals"),
-        Check("amount_cents", "every loaded receipt has the right amount in cents"),
-        Check("answer", "the answer gives the number of inserted rows and the sum of their amount_cents"),
-        Check("earlier_rows_intact", "the rows loaded earlier and the suppliers table are unchanged", guard=True),
-    )
-
-    def evaluate(env: DataEnv, answer: str | None) -> dict[str, bool]:
-        rows = env.db.execute(f"SELECT {', '.join(RECEIPT_COLUMNS)} FROM receipts").fetchall()
-        remaining = Counter(earlier_rows)
-        new_rows = []
-        for row in rows:
-            if remaining[row] > 0:
-                remaining[row] -= 1
-            else:
-                new_rows.append(row)
-        intact = not +remaining and env.db.execute("SELECT id, name FROM suppliers ORDER BY id").fetchall() \
-            == supplier_rows
-        by_ref: dict[str, list[tuple]] = {}
-        for row in new_rows:
-            by_ref.setdefault(str(row[0]).strip(), []).append(row)
-
-        def every(test) -> bool:
-            return all(ref in by_ref and all(test(ref, row) for row in by_ref[ref]) for ref in expected)
-
-        return {
-            "loaded_set": sorted(str(r[0]).strip() for r in new_rows) == sorted(expected),
-            "received_on": every(lambda ref, row: str(row[1]).strip() == expected[ref][0]),
-            "supplier_id": every(lambda ref, row: _integer(row[2]) == expected[ref][1]),
-            "sku_quantity": every(lambda ref, row: str(row[3]).strip() == expected[ref][2]
-                                  and _integer(row[4]) == expected[ref][3]),
-            "weight_kg": every(lambda ref, row: _rounded_ok(row[5], exact_weights[ref], 3)),
-            "amount_cents": every(lambda ref, row: _integer(row[6]) == expected[ref][5]),
-            "answer": _receipts_answer_ok(answer, len(expected), total_cents),
-            "earlier_rows_intact": intact,
-        }
-
-    ticket = f"LOAD-{rng.randint(10000, 99999)}"  # keeps every instance's prompt distinct
-    prompt = (
-        f"You run the goods-in data load for {company} (ticket {ticket}); {manager}, the warehouse manager, needs "
-        "it done today. "
-        f"The {period} export of the goods-in tills and its loading "
+def _receipts_prompt(world: ReceiptsWorld) -> str:
+    """The load to do and the answer's form."""
+    return (
+        f"You run the goods-in data load for {world.company} (ticket {world.ticket}); {world.manager}, the warehouse "
+        "manager, needs it done today. "
+        f"The {world.period} export of the goods-in tills and its loading "
         "rules are in inbox/. Load the export into the SQLite table `receipts` exactly as the rules say, using the "
         "`suppliers` table for supplier ids. Do not change or delete the rows already in `receipts` and do not "
         "modify other tables.\n\n"
         "When you are done, call submit with exactly `inserted=<number of rows you inserted> "
         "amount_cents=<sum of amount_cents over the rows you inserted>`."
     )
+
+
+def _check_receipts(world: ReceiptsWorld, env: DataEnv, answer: str | None) -> dict[str, bool]:
+    """The load's checks on the rows inserted, the rows left and the answer."""
+    expected, exact_weights = world.expected, world.exact_weights
+    rows = env.db.execute(f"SELECT {', '.join(RECEIPT_COLUMNS)} FROM receipts").fetchall()
+    remaining = Counter(world.earlier_rows)
+    new_rows = []
+    for row in rows:
+        if remaining[row] > 0:
+            remaining[row] -= 1
+        else:
+            new_rows.append(row)
+    intact = not +remaining and env.db.execute("SELECT id, name FROM suppliers ORDER BY id").fetchall() \
+        == world.supplier_rows
+    by_ref: dict[str, list[tuple]] = {}
+    for row in new_rows:
+        by_ref.setdefault(str(row[0]).strip(), []).append(row)
+
+    def every(test) -> bool:
+        return all(ref in by_ref and all(test(ref, row) for row in by_ref[ref]) for ref in expected)
+
+    return {
+        "loaded_set": sorted(str(r[0]).strip() for r in new_rows) == sorted(expected),
+        "received_on": every(lambda ref, row: str(row[1]).strip() == expected[ref][0]),
+        "supplier_id": every(lambda ref, row: _integer(row[2]) == expected[ref][1]),
+        "sku_quantity": every(lambda ref, row: str(row[3]).strip() == expected[ref][2]
+                              and _integer(row[4]) == expected[ref][3]),
+        "weight_kg": every(lambda ref, row: _rounded_ok(row[5], exact_weights[ref], 3)),
+        "amount_cents": every(lambda ref, row: _integer(row[6]) == expected[ref][5]),
+        "answer": _receipts_answer_ok(answer, len(expected), world.total_cents),
+        "earlier_rows_intact": intact,
+    }
+
+
+def _receipts_scripts(world: ReceiptsWorld) -> tuple[tuple[Call, ...], tuple[Call, ...]]:
+    """The efficient agent's calls, and a wasteful one with repeated reads and one amount inserted wrong then fixed."""
+    expected, rules_path, csv_path = world.expected, world.rules_path, world.csv_path
     values = ",\n".join(_sql_values(ref, row) for ref, row in expected.items())
     into = f"INSERT INTO receipts ({', '.join(RECEIPT_COLUMNS)}) VALUES\n"
     insert = into + values
-    answer = f"inserted={len(expected)} amount_cents={total_cents}"
+    answer = f"inserted={len(expected)} amount_cents={world.total_cents}"
     reads = (Call("list_files"), Call("read_file", {"path": rules_path}), Call("read_file", {"path": csv_path}),
              Call("run_sql", {"query": "SELECT name, sql FROM sqlite_master WHERE type = 'table'"}),
              Call("run_sql", {"query": "SELECT id, name FROM suppliers ORDER BY id"}),
@@ -483,7 +552,7 @@ def receipts_load(rng: ItemRng) -> AgTask:
                 Call("run_sql", {"query": f"UPDATE receipts SET amount_cents = {expected[first_ref][5]} "
                                           f"WHERE ref = '{first_ref}'"}),
                 Call("submit", {"answer": answer}))
-    return AgTask(prompt, make_env, checks, evaluate, reference, wasteful)
+    return reference, wasteful
 
 
 def _loading_rules(period: str, csv_path: str, depot: str, day_first: bool) -> str:
@@ -613,17 +682,109 @@ CREATE TABLE fx_rates (
 """
 
 
+class _LedgerDraws:
+    """Draws the ledger's payment lines: order numbers, amounts in a currency, and what currency the till shows."""
+
+    def __init__(self, rng: ItemRng, foreign: list[str]):
+        self.rng, self.foreign = rng, foreign
+        self.lines: list[list] = []  # [order_no, sold_at, store_id, cents or None, currency or None]
+        self.order_counter = rng.randint(40000, 80000)
+
+    def order_no(self) -> str:
+        """The next order number."""
+        self.order_counter += self.rng.randint(1, 7)
+        return f"SO-{self.order_counter}"
+
+    def amount_in(self, code: str) -> int:
+        """A sale's amount in a currency's minor units."""
+        eur_cents = self.rng.randint(1500, 90000)
+        return int(_half_up(Decimal(eur_cents) * (CURRENCIES.get(code, Decimal(1))), 0))
+
+    def line_currency(self, store: dict) -> tuple[str, str | None]:
+        """(the currency a line is really in, what the ledger shows)."""
+        roll = self.rng.random()
+        if roll < 0.25:
+            return store["currency"], None
+        if roll < 0.85:
+            return store["currency"], store["currency"]
+        other = "EUR" if store["currency"] != "EUR" else self.rng.choice(self.foreign)
+        return other, other
+
+    def stamp(self, date: str) -> str:
+        """A time of day on a date."""
+        rng = self.rng
+        return f"{date} {rng.randint(8, 21):02d}:{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}"
+
+    def sale(self, store: dict, sold_at: str, pair: bool = False) -> list[list]:
+        """One order's sale line, or two lines of it, added to the ledger and returned."""
+        number = self.order_no()
+        code, shown = self.line_currency(store)
+        made = [[number, sold_at, store["store_id"], self.amount_in(code), shown]]
+        if pair:
+            code2, shown2 = self.line_currency(store)
+            made.append([number, sold_at[:-2] + f"{min(int(sold_at[-2:]) + 7, 59):02d}", store["store_id"],
+                         self.amount_in(code2), shown2])
+        self.lines.extend(made)
+        return made
+
+
+@dataclass
+class RevenueWorld:
+    """A month's sales ledger, its notes and store list, and the report's true figures."""
+
+    company: str
+    controller: str
+    period: str
+    ym: str
+    next_ym: str
+    report_path: str
+    notes_path: str
+    stores_path: str
+    regions: list[str]
+    stores: list[dict]
+    truth: dict[str, tuple]  # region -> (orders, gross, refunds, net) in EUR, unrounded
+    total_net: Decimal  # over all regions, unrounded
+    files: dict[str, str]
+    table_rows: dict[str, list[tuple]]
+
+
 def revenue_report(rng: ItemRng) -> AgTask:
     """Write a month's regional revenue CSV from a sales ledger with refunds, dated FX rates, NULLs and a lookup."""
+    world = _revenue_world(rng)
+    reference, wasteful = _revenue_scripts(world)
+    return AgTask(_revenue_prompt(world),
+                  lambda: DataEnv(copy.deepcopy(world.files), SALES_SCHEMA, copy.deepcopy(world.table_rows)),
+                  _revenue_checks(world), lambda env, answer: _check_revenue(world, env, answer), reference, wasteful)
+
+
+def _revenue_world(rng: ItemRng) -> RevenueWorld:
+    """The stores, the dated FX rates, the ledger lines and the figures they add up to."""
     company, controller = rng.choice(COMPANIES), rng.choice(PEOPLE)
     year, month = rng.randint(2023, 2026), rng.randint(2, 11)
-    days = calendar.monthrange(year, month)[1]
     period, ym = f"{MONTH_NAMES[month]} {year}", f"{year}-{month:02d}"
-    prev_ym, next_ym = f"{year}-{month - 1:02d}", f"{year}-{month + 1:02d}"
+    next_ym = f"{year}-{month + 1:02d}"
     report_path = f"outbox/revenue_{ym}.csv"
     notes_path = f"docs/{rng.choice(['finance_notes', 'ledger_notes', 'sales_ledger_notes'])}.md"
     stores_path = f"reference/{rng.choice(['stores', 'store_list', 'store_master', 'branches'])}.json"
+    regions, empty_region, foreign, stores = _revenue_stores(rng)
+    rates, change_day = _fx_rates(rng, foreign, year, month)
+    lines = _ledger_lines(rng, _LedgerDraws(rng, foreign), stores, empty_region, change_day, year, month)
+    truth = _revenue_truth(lines, stores, regions, rates, ym)
 
+    sales_rows = [(i + 1, n, at, sid, None if c is None else c / 100, cur)
+                  for i, (n, at, sid, c, cur) in enumerate(lines)]
+    fx_rows = [(code, start, float(value)) for code in sorted(rates) for start, value in rates[code]]
+    lookup = {"regions": regions,
+              "stores": sorted(stores, key=lambda s: s["store_id"])}
+    files = {notes_path: _ledger_notes(company, stores_path), stores_path: json.dumps(lookup, indent=2) + "\n"}
+    return RevenueWorld(company, controller, period, ym, next_ym, report_path, notes_path, stores_path, regions,
+                        stores, truth, sum(t[3] for t in truth.values()), files,
+                        {"sales": sales_rows, "fx_rates": fx_rows})
+
+
+def _revenue_stores(rng: ItemRng) -> tuple[list[str], str, list[str], list[dict]]:
+    """Four regions, the one of them without sales, three foreign currencies and eight stores (one a training
+    store)."""
     regions = sorted(rng.sample(REGIONS, 4))
     empty_region = rng.choice(regions)
     foreign = rng.sample(sorted(CURRENCIES), 3)
@@ -639,12 +800,14 @@ def revenue_report(rng: ItemRng) -> AgTask:
     stores.append({"store_id": store_ids[7], "name": names[7], "region": empty_region,
                    "currency": rng.choice(foreign + ["EUR"]), "kind": "retail"})
     rng.shuffle(stores)
-    by_id = {s["store_id"]: s for s in stores}
-    real = [s for s in stores if s["kind"] != "training" and s["region"] != empty_region]
-    training = next(s for s in stores if s["kind"] == "training")
-    empty_store = next(s for s in stores if s["region"] == empty_region)
+    return regions, empty_region, foreign, stores
 
-    # Dated rates: one well before the month, one change inside it, one after it.
+
+def _fx_rates(rng: ItemRng, foreign: list[str], year: int, month: int
+              ) -> tuple[dict[str, list[tuple[str, Decimal]]], dict[str, int]]:
+    """Dated rates per currency: one well before the month, one change inside it, one after it; and the change
+    days."""
+    ym, next_ym = f"{year}-{month:02d}", f"{year}-{month + 1:02d}"
     rates: dict[str, list[tuple[str, Decimal]]] = {}
     change_day: dict[str, int] = {}
     for code in foreign:
@@ -654,48 +817,19 @@ def revenue_report(rng: ItemRng) -> AgTask:
         values = [_half_up(base * Decimal(rng.randint(9600, 10400)) / 10000, 4) for _ in range(3)]
         rates[code] = [(f"{year}-{month - 1:02d}-{rng.randint(1, 20):02d}", values[0]),
                        (f"{ym}-{day:02d}", values[1]), (f"{next_ym}-01", values[2])]
+    return rates, change_day
 
-    def rate(code: str, date: str) -> Decimal:
-        if code == "EUR":
-            return Decimal(1)
-        return [value for start, value in rates[code] if start <= date][-1]
 
-    # Ledger lines: [order_no, sold_at, store_id, cents or None, currency or None].
-    lines: list[list] = []
-    order_counter = [rng.randint(40000, 80000)]
-
-    def order_no() -> str:
-        order_counter[0] += rng.randint(1, 7)
-        return f"SO-{order_counter[0]}"
-
-    def cents_in(code: str) -> int:
-        eur_cents = rng.randint(1500, 90000)
-        return int(_half_up(Decimal(eur_cents) * (CURRENCIES.get(code, Decimal(1))), 0))
-
-    def line_currency(store: dict) -> tuple[str, str | None]:
-        """(the currency a line is really in, what the ledger shows)."""
-        roll = rng.random()
-        if roll < 0.25:
-            return store["currency"], None
-        if roll < 0.85:
-            return store["currency"], store["currency"]
-        other = "EUR" if store["currency"] != "EUR" else rng.choice(foreign)
-        return other, other
-
-    def stamp(date: str) -> str:
-        return f"{date} {rng.randint(8, 21):02d}:{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}"
-
-    def sale(store: dict, sold_at: str, pair: bool = False) -> list[list]:
-        number = order_no()
-        code, shown = line_currency(store)
-        made = [[number, sold_at, store["store_id"], cents_in(code), shown]]
-        if pair:
-            code2, shown2 = line_currency(store)
-            made.append([number, sold_at[:-2] + f"{min(int(sold_at[-2:]) + 7, 59):02d}", store["store_id"],
-                         cents_in(code2), shown2])
-        lines.extend(made)
-        return made
-
+def _ledger_lines(rng: ItemRng, draws: _LedgerDraws, stores: list[dict], empty_region: str,
+                  change_day: dict[str, int], year: int, month: int) -> list[list]:
+    """The ledger around the month: boundary sales, pairs, rate-change days, pending lines, training sales and
+    refunds, sorted by time."""
+    days = calendar.monthrange(year, month)[1]
+    ym, prev_ym, next_ym = f"{year}-{month:02d}", f"{year}-{month - 1:02d}", f"{year}-{month + 1:02d}"
+    real = [s for s in stores if s["kind"] != "training" and s["region"] != empty_region]
+    training = next(s for s in stores if s["kind"] == "training")
+    empty_store = next(s for s in stores if s["region"] == empty_region)
+    lines, sale, stamp = draws.lines, draws.sale, draws.stamp
     # Last month: one late-evening sale on its last day, and an order refunded this month.
     prev_days = calendar.monthrange(year, month - 1)[1]
     sale(rng.choice(real), f"{prev_ym}-{prev_days:02d} 23:{rng.randint(10, 59):02d}:{rng.randint(0, 59):02d}")
@@ -710,14 +844,14 @@ def revenue_report(rng: ItemRng) -> AgTask:
                                               f"{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}")
     switching = [s for s in real if s["currency"] != "EUR"]
     for store in rng.sample(switching, min(2, len(switching))):  # on the day a new rate starts
-        lines.append([order_no(), f"{ym}-{change_day[store['currency']]:02d} 0{rng.randint(8, 9)}:"
-                                  f"{rng.randint(10, 59):02d}:00", store["store_id"], cents_in(store["currency"]),
-                      store["currency"] if rng.random() < 0.5 else None])
+        lines.append([draws.order_no(), f"{ym}-{change_day[store['currency']]:02d} 0{rng.randint(8, 9)}:"
+                                        f"{rng.randint(10, 59):02d}:00", store["store_id"],
+                      draws.amount_in(store["currency"]), store["currency"] if rng.random() < 0.5 else None])
         month_sales.append(lines[-1])
     # A pending payment on a counted order, and an order whose only line is pending (at the quiet store).
     pending_host = rng.choice(month_sales)
     lines.append([pending_host[0], pending_host[1][:-2] + "59", pending_host[2], None, pending_host[4]])
-    lines.append([order_no(), stamp(f"{ym}-{rng.randint(1, days):02d}"), empty_store["store_id"], None,
+    lines.append([draws.order_no(), stamp(f"{ym}-{rng.randint(1, days):02d}"), empty_store["store_id"], None,
                   empty_store["currency"]])
     for _ in range(rng.randint(2, 3)):  # the training store's test sales
         sale(training, stamp(f"{ym}-{rng.randint(1, days):02d}"))
@@ -735,8 +869,19 @@ def revenue_report(rng: ItemRng) -> AgTask:
     sale(empty_store, f"{next_ym}-01 0{rng.randint(0, 1)}:{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}")
     sale(rng.choice(real), f"{next_ym}-01 00:{rng.randint(0, 30):02d}:{rng.randint(0, 59):02d}")
     lines.sort(key=lambda line: (line[1], line[0]))
+    return lines
 
-    # The truth.
+
+def _revenue_truth(lines: list[list], stores: list[dict], regions: list[str],
+                   rates: dict[str, list[tuple[str, Decimal]]], ym: str) -> dict[str, tuple]:
+    """Region -> (orders, gross, refunds, net) in EUR, unrounded, over the month's counted lines."""
+
+    def rate(code: str, date: str) -> Decimal:
+        if code == "EUR":
+            return Decimal(1)
+        return [value for start, value in rates[code] if start <= date][-1]
+
+    by_id = {s["store_id"]: s for s in stores}
     figures = {r: {"orders": set(), "gross": Decimal(0), "refunds": Decimal(0)} for r in regions}
     with localcontext() as context:
         context.prec = 50
@@ -751,23 +896,13 @@ def revenue_report(rng: ItemRng) -> AgTask:
                 entry["gross"] += eur
             else:
                 entry["refunds"] += eur
-    truth = {r: (len(f["orders"]), f["gross"], f["refunds"], f["gross"] + f["refunds"]) for r, f in figures.items()}
-    total_net = sum(t[3] for t in truth.values())
+    return {r: (len(f["orders"]), f["gross"], f["refunds"], f["gross"] + f["refunds"]) for r, f in figures.items()}
 
-    sales_rows = [(i + 1, n, at, sid, None if c is None else c / 100, cur)
-                  for i, (n, at, sid, c, cur) in enumerate(lines)]
-    fx_rows = [(code, start, float(value)) for code in sorted(rates) for start, value in rates[code]]
-    lookup = {"regions": regions,
-              "stores": sorted(stores, key=lambda s: s["store_id"])}
-    notes = _ledger_notes(company, stores_path)
-    files = {notes_path: notes, stores_path: json.dumps(lookup, indent=2) + "\n"}
-    table_rows = {"sales": sales_rows, "fx_rates": fx_rows}
 
-    def make_env() -> DataEnv:
-        return DataEnv(copy.deepcopy(files), SALES_SCHEMA, copy.deepcopy(table_rows))
-
-    checks = (
-        Check("layout", f"{report_path} has the exact header and one row per region, sorted by region"),
+def _revenue_checks(world: RevenueWorld) -> tuple[Check, ...]:
+    """The report's checks; the layout check names the report's path."""
+    return (
+        Check("layout", f"{world.report_path} has the exact header and one row per region, sorted by region"),
         Check("orders", "every region's order count is right"),
         Check("gross_eur", "every region's gross_eur is right to the cent"),
         Check("refunds_eur", "every region's refunds_eur is right to the cent"),
@@ -776,39 +911,46 @@ def revenue_report(rng: ItemRng) -> AgTask:
         Check("database_untouched", "the database was not modified", guard=True),
     )
 
-    def evaluate(env: DataEnv, answer: str | None) -> dict[str, bool]:
-        table = _parse_csv(env.state["files"].get(report_path))
-        header, body = (table[0], table[1:]) if table else ([], [])
-        found = {row[0].lower(): row for row in body if len(row) == len(REPORT_HEADER)}
 
-        def every(column: int, test) -> bool:
-            return all(r.lower() in found and test(found[r.lower()][column], truth[r]) for r in regions)
+def _check_revenue(world: RevenueWorld, env: DataEnv, answer: str | None) -> dict[str, bool]:
+    """The report's checks on the written file, the database and the answer."""
+    regions, truth = world.regions, world.truth
+    table = _parse_csv(env.state["files"].get(world.report_path))
+    header, body = (table[0], table[1:]) if table else ([], [])
+    found = {row[0].lower(): row for row in body if len(row) == len(REPORT_HEADER)}
 
-        def net_ok(cell: str, t: tuple) -> bool:
-            from_rounded = _half_up(t[1], 2) + _half_up(t[2], 2)
-            return _rounded_ok(cell, t[3], 2) or _decimal(cell) == from_rounded
+    def every(column: int, test) -> bool:
+        return all(r.lower() in found and test(found[r.lower()][column], truth[r]) for r in regions)
 
-        rounded_sum = sum(_half_up(t[1], 2) + _half_up(t[2], 2) for t in truth.values())
-        rounded_nets = sum(_half_up(t[3], 2) for t in truth.values())
-        numbers = _numbers(answer or "")
-        return {
-            "layout": [c.lower() for c in header] == REPORT_HEADER
-            and [row[0].lower() for row in body] == [r.lower() for r in regions]
-            and all(len(row) == len(REPORT_HEADER) for row in body),
-            "orders": every(1, lambda cell, t: _integer(cell) == t[0]),
-            "gross_eur": every(2, lambda cell, t: _rounded_ok(cell, t[1], 2)),
-            "refunds_eur": every(3, lambda cell, t: _rounded_ok(cell, t[2], 2)),
-            "net_eur": every(4, net_ok),
-            "answer": any(_rounded_ok(n, total_net, 2) or n in (rounded_sum, rounded_nets) for n in numbers),
-            "database_untouched": not env.db_changed(),
-        }
+    def net_ok(cell: str, t: tuple) -> bool:
+        from_rounded = _half_up(t[1], 2) + _half_up(t[2], 2)
+        return _rounded_ok(cell, t[3], 2) or _decimal(cell) == from_rounded
 
-    prompt = (
-        f"You are the data analyst at {company}. {controller} in Finance needs the regional revenue report for "
-        f"{period}, built from "
+    rounded_sum = sum(_half_up(t[1], 2) + _half_up(t[2], 2) for t in truth.values())
+    rounded_nets = sum(_half_up(t[3], 2) for t in truth.values())
+    numbers = _numbers(answer or "")
+    return {
+        "layout": [c.lower() for c in header] == REPORT_HEADER
+        and [row[0].lower() for row in body] == [r.lower() for r in regions]
+        and all(len(row) == len(REPORT_HEADER) for row in body),
+        "orders": every(1, lambda cell, t: _integer(cell) == t[0]),
+        "gross_eur": every(2, lambda cell, t: _rounded_ok(cell, t[1], 2)),
+        "refunds_eur": every(3, lambda cell, t: _rounded_ok(cell, t[2], 2)),
+        "net_eur": every(4, net_ok),
+        "answer": any(_rounded_ok(n, world.total_net, 2) or n in (rounded_sum, rounded_nets) for n in numbers),
+        "database_untouched": not env.db_changed(),
+    }
+
+
+def _revenue_prompt(world: RevenueWorld) -> str:
+    """The report to write and the answer's form."""
+    stores_path, period = world.stores_path, world.period
+    return (
+        f"You are the data analyst at {world.company}. {world.controller} in Finance needs the regional revenue "
+        f"report for {period}, built from "
         f"the sales ledger (SQLite tables `sales` and `fx_rates`) and the store list in {stores_path}. The finance "
-        f"team's notes on the ledger are in {notes_path}.\n\n"
-        f"Write the report to {report_path}: a CSV file whose first line is the header "
+        f"team's notes on the ledger are in {world.notes_path}.\n\n"
+        f"Write the report to {world.report_path}: a CSV file whose first line is the header "
         f"`{','.join(REPORT_HEADER)}`, followed by one row per region listed in {stores_path} (every listed region, "
         "also a region without sales), sorted by region name. For each region, over the ledger lines of its stores "
         f"dated in {period}:\n"
@@ -820,10 +962,16 @@ def revenue_report(rng: ItemRng) -> AgTask:
         "Do not modify the database.\n\n"
         "When you are done, call submit with the total net_eur over all regions (a number in EUR)."
     )
-    report = "\n".join([",".join(REPORT_HEADER)] + [
-        f"{r},{t[0]},{_money(t[1])},{_money(t[2])},{_money(t[3])}" for r, t in truth.items()]) + "\n"
-    answer = f"Total net_eur: {_money(total_net)}"
-    query = _revenue_query(stores, regions, ym, next_ym)
+
+
+def _revenue_scripts(world: RevenueWorld) -> tuple[tuple[Call, ...], tuple[Call, ...]]:
+    """The efficient analyst's calls, and a wasteful one with repeated reads and a careless report rewritten."""
+    regions, notes_path, stores_path = world.regions, world.notes_path, world.stores_path
+    report_path = world.report_path
+    rows = [f"{r},{t[0]},{two_decimals(t[1])},{two_decimals(t[2])},{two_decimals(t[3])}" for r, t in world.truth.items()]
+    report = "\n".join([",".join(REPORT_HEADER)] + rows) + "\n"
+    answer = f"Total net_eur: {two_decimals(world.total_net)}"
+    query = _revenue_query(world.stores, regions, world.ym, world.next_ym)
     reads = (Call("list_files"), Call("read_file", {"path": notes_path}), Call("read_file", {"path": stores_path}),
              Call("run_sql", {"query": "SELECT name, sql FROM sqlite_master WHERE type = 'table'"}),
              Call("run_sql", {"query": "SELECT * FROM fx_rates ORDER BY currency, valid_from"}),
@@ -834,7 +982,7 @@ def revenue_report(rng: ItemRng) -> AgTask:
     wasteful = (*reads[:3], Call("read_file", {"path": notes_path}), Call("read_file", {"path": stores_path}),
                 *reads[3:], Call("write_file", {"path": report_path, "content": careless + "\n\n"}), write,
                 Call("submit", {"answer": answer}))
-    return AgTask(prompt, make_env, checks, evaluate, reference, wasteful)
+    return reference, wasteful
 
 
 def _ledger_notes(company: str, stores_path: str) -> str:

@@ -7,9 +7,9 @@ import copy
 import re
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
-from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from esac_kit.ag.answers import cents_in, dollar_figure
 from esac_kit.ag.env import Environment, ToolError, tool
 from esac_kit.ag.task import AgTask, Call, Check
 from esac_kit.rng import ItemRng
@@ -21,7 +21,6 @@ WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 BLOCKING = ("busy", "tentative")
 _WHEN = re.compile(r"^\s*(\d{4}-\d{2}-\d{2})[T ](\d{1,2}):(\d{2})(?::00)?\s*(?:Z|UTC|\+00:?00)?\s*$", re.IGNORECASE)
 _DATE = re.compile(r"^\s*(\d{4}-\d{2}-\d{2})\s*$")
-_AMOUNT = re.compile(r"\d[\d,]*(?:\.\d+)?")
 
 
 def _clock(minutes: int) -> str:
@@ -33,10 +32,6 @@ def _zone(offset: int) -> str:
     return f"UTC{sign}{_clock(abs(offset))}"
 
 
-def _dollars(cents: int) -> str:
-    return f"{cents // 100}.{cents % 100:02d}"
-
-
 def _parse_date(text: str) -> date:
     match = _DATE.match(text)
     try:
@@ -45,22 +40,6 @@ def _parse_date(text: str) -> date:
     except ValueError:
         pass
     raise ToolError(f"'{text}' is not a date of the form YYYY-MM-DD")
-
-
-def _amounts(text: str) -> list[int]:
-    """Every amount written in the text, in cents (thousands separators and a currency sign allowed)."""
-    found = []
-    for token in _AMOUNT.findall(text):
-        digits = token.rstrip(",")
-        if "," in digits and not re.fullmatch(r"\d{1,3}(,\d{3})+(\.\d+)?", digits):
-            continue
-        try:
-            value = Decimal(digits.replace(",", "")) * 100
-        except InvalidOperation:
-            continue
-        if value == value.to_integral_value():
-            found.append(int(value))
-    return found
 
 
 # ================================================================= task 1: meetings across time zones
@@ -684,16 +663,45 @@ MEETING_CHECKS = (
 )
 
 
+@dataclass
+class MeetingWorld:
+    """A solved scheduling week, its rooms (A's, B's and the booked bargain), attendee groups, the first booking
+    number and the visiting client."""
+
+    week: Week
+    plant: _Plant
+    rooms: tuple[str, str, str]
+    groups: dict[str, list[str]]
+    base: int
+    client: str
+
+
 def meeting_schedule(rng: ItemRng) -> AgTask:
     """Book a review and a follow-up decision meeting across time zones, rooms, a daily cap and a room budget."""
+    world = _meeting_world(rng)
+    reference, wasteful = _meeting_scripts(world)
+    frozen = copy.deepcopy(world.week)
+    return AgTask(prompt=_meeting_prompt(world), make_env=lambda: CalendarEnv(copy.deepcopy(frozen), world.base),
+                  checks=MEETING_CHECKS, evaluate=lambda env, text: _check_week(frozen, env, text),
+                  reference=reference, wasteful=wasteful)
+
+
+def _meeting_world(rng: ItemRng) -> MeetingWorld:
+    """The first week drawn that has exactly one plan, then the booking numbers and the visitors' company."""
     for attempt in range(400):
         drawn = _draw_week(rng.fork(f"week-{attempt}"))
         if drawn is not None:
             break
     else:
         raise RuntimeError("no schedulable week found")  # never happens for the seeds the tests cover
-    week, plant, (room_a, room_b, bargain), groups = drawn
+    week, plant, rooms, groups = drawn
     base = 1000 * rng.randint(2, 9) + rng.randint(0, 899)
+    return MeetingWorld(week, plant, rooms, groups, base, rng.choice(CLIENTS))
+
+
+def _meeting_prompt(world: MeetingWorld) -> str:
+    """The two meetings to book and the hard rules."""
+    week, groups = world.week, world.groups
     people = week.people
     lead = people[week.lead]
     first, second = week.meetings["A"], week.meetings["B"]
@@ -701,12 +709,12 @@ def meeting_schedule(rng: ItemRng) -> AgTask:
     guest = people[groups["guest"][0]].name
     days = ", ".join(f"{WEEKDAYS[(week.first_day + timedelta(days=d)).weekday()]} "
                      f"{week.first_day + timedelta(days=d)}" for d in range(3))
-    prompt = (
+    return (
         f"You are the scheduling assistant of {lead.name} ({team} team lead, {week.office} office). Book two "
         f"meetings in the planning window {days} (00:00 to 24:00 UTC on those dates).\n\n"
         f"- Meeting A, \"{first.title}\": {first.duration} minutes with the whole {team} team (see the directory) "
         f"and {guest}. {first.visitors} visitor{'s' if first.visitors > 1 else ''} from "
-        f"{rng.choice(CLIENTS)} will attend in person (visitors are not in the directory and "
+        f"{world.client} will attend in person (visitors are not in the directory and "
         f"are not invited through the tool).\n"
         f"- Meeting B, \"{second.title}\": {second.duration} minutes with {lead.name}, "
         f"{people[groups['others'][0]].name} and {people[groups['others'][1]].name}. It must start at least "
@@ -723,6 +731,13 @@ def meeting_schedule(rng: ItemRng) -> AgTask:
         f"5. The two room charges (hourly rate x duration) must total at most ${week.budget}.\n\n"
         "Book each meeting exactly once; cancel any booking you no longer want. When you are done, call submit with "
         "each meeting's booking id and its start time in UTC written as YYYY-MM-DD HH:MM.")
+
+
+def _meeting_scripts(world: MeetingWorld) -> tuple[tuple[Call, ...], tuple[Call, ...]]:
+    """The efficient agent's calls, and a wasteful one that rereads, books B at the trap slot and rebooks it."""
+    week, plant, base = world.week, world.plant, world.base
+    room_a, room_b, bargain = world.rooms
+    first, second = week.meetings["A"], week.meetings["B"]
     ids = (f"BK-{base + 1}", f"BK-{base + 2}")
 
     def book(key: str, start: int, room: str) -> Call:
@@ -745,9 +760,7 @@ def meeting_schedule(rng: ItemRng) -> AgTask:
     wasteful = (reads[0], reads[0], *reads[1:], Call("list_rooms"), book("A", plant.a_start, room_a),
                 book("B", plant.b_trap, room_b), Call("cancel_booking", {"booking_id": ids[1]}),
                 book("B", plant.b_start, room_b), Call("submit", {"answer": answer(f"BK-{base + 3}")}))
-    frozen = copy.deepcopy(week)
-    return AgTask(prompt=prompt, make_env=lambda: CalendarEnv(copy.deepcopy(frozen), base), checks=MEETING_CHECKS,
-                  evaluate=lambda env, text: _check_week(frozen, env, text), reference=reference, wasteful=wasteful)
+    return reference, wasteful
 
 
 # ================================================================= task 2: a conference trip under a budget
@@ -1145,7 +1158,7 @@ class TravelEnv(Environment):
                                               "status": "active"}
         return {"booking_id": booking_id, "flight": fare.flight, "fare": fare.cls,
                 "departs": f"{fare.departs:%Y-%m-%d %H:%M}", "arrives": f"{fare.arrives:%Y-%m-%d %H:%M}",
-                "checked_bags": checked_bags, "charged": _dollars(charge), "refundable": fare.refundable}
+                "checked_bags": checked_bags, "charged": dollar_figure(charge), "refundable": fare.refundable}
 
     @tool("Reserve a hotel rate. Charged: nights x (nightly room rate after any member discount the traveller "
           "qualifies for + nightly fee).",
@@ -1169,7 +1182,7 @@ class TravelEnv(Environment):
                                               "check_out": str(leave), "charge_cents": charge,
                                               "refundable": rate.refundable, "status": "active"}
         return {"booking_id": booking_id, "hotel": rate.hotel, "plan": rate.plan, "check_in": str(arrive),
-                "check_out": str(leave), "nights": nights, "charged": _dollars(charge),
+                "check_out": str(leave), "nights": nights, "charged": dollar_figure(charge),
                 "refundable": rate.refundable}
 
     @tool("Cancel a booking. Refundable bookings are refunded in full; for non-refundable ones the whole charge is "
@@ -1183,12 +1196,12 @@ class TravelEnv(Environment):
         booking["status"] = "cancelled"
         kept = 0 if booking["refundable"] else booking["charge_cents"]
         return {"booking_id": booking_id.strip().upper(), "status": "cancelled",
-                "refunded": _dollars(booking["charge_cents"] - kept), "charge_kept": _dollars(kept)}
+                "refunded": dollar_figure(booking["charge_cents"] - kept), "charge_kept": dollar_figure(kept)}
 
     @tool("The trip's bookings with their status and charges.")
     def list_bookings(self):
         return [{"booking_id": bid, "kind": b["kind"], "item": b["item"], "status": b["status"],
-                 "charged": _dollars(b["charge_cents"]), "refundable": b["refundable"]}
+                 "charged": dollar_figure(b["charge_cents"]), "refundable": b["refundable"]}
                 for bid, b in self.state["bookings"].items()]
 
 
@@ -1217,7 +1230,7 @@ def _check_trip(trip: Trip, env: TravelEnv, answer: str | None) -> dict[str, boo
         and stay["check_out"] == str(back.departs.date()),
         "hotel_meets_policy": stay is not None and trip.hotel_ok(trip.rates[stay["item"]]),
         "within_budget": complete and spent <= trip.budget,
-        "answer_total": complete and spent in _amounts(answer or ""),
+        "answer_total": complete and spent in cents_in(answer or "", grouped_only=True),
         "no_double_booking": len(outs) <= 1 and len(backs) <= 1 and len(stays) <= 1,
     }
 
@@ -1236,6 +1249,16 @@ TRIP_CHECKS = (
 
 def trip_booking(rng: ItemRng) -> AgTask:
     """Book flights and a hotel for a conference under policy, loyalty benefits and a budget only one plan meets."""
+    trip, best, base = _trip_world(rng)
+    reference, wasteful = _trip_scripts(trip, best, base)
+    frozen = copy.deepcopy(trip)
+    return AgTask(prompt=_trip_prompt(trip), make_env=lambda: TravelEnv(copy.deepcopy(frozen), base),
+                  checks=TRIP_CHECKS, evaluate=lambda env, text: _check_trip(frozen, env, text), reference=reference,
+                  wasteful=wasteful)
+
+
+def _trip_world(rng: ItemRng) -> tuple[Trip, Plan, int]:
+    """The first trip drawn whose traps all hold, its one best plan, and the first booking number."""
     for attempt in range(1000):
         r = rng.fork(f"trip-{attempt}")
         trip = _draw_trip(r)
@@ -1244,10 +1267,12 @@ def trip_booking(rng: ItemRng) -> AgTask:
             break
     else:
         raise RuntimeError("no bookable trip found")  # never happens for the seeds the tests cover
-    base = 100 * rng.randint(10, 99)
-    out, back, rate = trip.fares[best[1]], trip.fares[best[2]], trip.rates[best[3]]
-    first_day, last_day = trip.start.date(), trip.end.date()
-    prompt = (
+    return trip, best, 100 * rng.randint(10, 99)
+
+
+def _trip_prompt(trip: Trip) -> str:
+    """The trip to book and the travel policy."""
+    return (
         f"You are the travel assistant of {trip.traveller}, who is attending {trip.event} (event id "
         f"{trip.event_id}). Book the trip: a flight from {trip.traveller}'s home airport to the event city, a flight "
         "back, and one hotel for every night in between.\n\n"
@@ -1262,6 +1287,12 @@ def trip_booking(rng: ItemRng) -> AgTask:
         f"booking is cancelled) must total at most ${trip.budget // 100}.\n\n"
         "Book each flight and the hotel exactly once. When you are done, call submit with the total amount charged "
         "for the trip in dollars and cents.")
+
+
+def _trip_scripts(trip: Trip, best: Plan, base: int) -> tuple[tuple[Call, ...], tuple[Call, ...]]:
+    """The efficient agent's calls, and a wasteful one that rereads and books then cancels a refundable decoy."""
+    out, back, rate = trip.fares[best[1]], trip.fares[best[2]], trip.rates[best[3]]
+    first_day, last_day = trip.start.date(), trip.end.date()
     day = lambda d: str(d)  # noqa: E731
     reads = (Call("get_event", {"event_id": trip.event_id}), Call("get_traveller"),
              Call("search_flights", {"origin": trip.home[1], "destination": trip.city[1],
@@ -1275,16 +1306,13 @@ def trip_booking(rng: ItemRng) -> AgTask:
                                 "check_out": str(back.departs.date())})
     books = (Call("book_flight", {"fare_id": out.id, "checked_bags": 1}),
              Call("book_flight", {"fare_id": back.id, "checked_bags": 1}))
-    answer = Call("submit", {"answer": f"Total charged: ${_dollars(best[0])}"})
+    answer = Call("submit", {"answer": f"Total charged: ${dollar_figure(best[0])}"})
     decoy = next(r for r in trip.rates.values() if r.refundable and r.hotel_id != rate.hotel_id)
     wasteful = (*reads[:2], reads[1], *reads[2:], reads[6], *books,
                 Call("book_hotel", {"rate_id": decoy.id, "check_in": str(out.arrives.date()),
                                     "check_out": str(back.departs.date())}),
                 Call("cancel_booking", {"booking_id": f"TR-{base + 3}"}), hotel, answer)
-    frozen = copy.deepcopy(trip)
-    return AgTask(prompt=prompt, make_env=lambda: TravelEnv(copy.deepcopy(frozen), base), checks=TRIP_CHECKS,
-                  evaluate=lambda env, text: _check_trip(frozen, env, text), reference=(*reads, *books, hotel, answer),
-                  wasteful=wasteful)
+    return (*reads, *books, hotel, answer), wasteful
 
 
 def sticker_calls(task_trip: Trip) -> tuple[Call, ...]:

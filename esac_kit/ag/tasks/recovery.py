@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import copy
 import re
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from esac_kit.ag.answers import distinct_ints, dollars, money_values, signed_integers
 from esac_kit.ag.env import Environment, ToolError, tool
 from esac_kit.ag.task import AgTask, Call, Check
 from esac_kit.rng import ItemRng
@@ -20,38 +22,8 @@ TIMEOUT_504 = ("504 gateway timeout: no response from the inventory service "
                "(the adjustment may or may not have been applied)")
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# Answer parsing shared by both tasks.
-
-_MONEY = re.compile(r"(?<![\w.\-])(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?!\w)")
-_SIGNED = re.compile(r"(?<![\w\-+−.])([+\-−]?)\s?(\d{1,3}(?:,\d{3})+|\d+)(?![\d.,]?\d)")
-
-
-def money_values(text: str) -> set[Decimal]:
-    """Every amount written in the text (thousands separators and a leading $ allowed), as Decimal dollars."""
-    return {Decimal(whole.replace(",", "") + (cents or "")) for whole, cents in _MONEY.findall(text)}
-
-
-def signed_integers(text: str) -> set[int]:
-    """Every integer written in the text with its sign (ASCII or Unicode minus); digits inside ids are skipped."""
-    found = set()
-    for sign, digits in _SIGNED.findall(text):
-        value = int(digits.replace(",", ""))
-        found.add(-value if sign in ("-", "−") else value)
-    return found
-
-
-def _distinct(rng: ItemRng, low: int, high: int, k: int) -> list[int]:
-    """k distinct integers from [low, high] in draw order (sample() would shuffle the whole range)."""
-    drawn: list[int] = []
-    while len(drawn) < k:
-        value = rng.randint(low, high)
-        if value not in drawn:
-            drawn.append(value)
-    return drawn
-
-
 def _hex(rng: ItemRng, n: int) -> str:
+    """n random characters of a payment-system id."""
     return "".join(rng.choice("0123456789abcdefghjkmnpqrstvwxyz") for _ in range(n))
 
 
@@ -189,8 +161,49 @@ class PaymentsEnv(Environment):
         return {"batch_id": batch_id, "status": status}
 
 
+@dataclass
+class SettlementWorld:
+    """A settlement batch: the ledger, the gateway's seeded faults and what a correct run charges."""
+
+    today: str
+    batch_id: str
+    biller: str
+    data: dict[str, Any]
+    faults: dict[str, dict[int, str]]
+    declined: str  # the payment method the issuer declines
+    good: str  # the declined customer's valid backup card
+    first_payment_number: int
+    prepaid: list[str]
+    kind_of: dict[str, str]  # owed invoice -> its fault kind
+    balance: dict[str, int]  # owed invoice -> cents still due
+
+    @property
+    def invoices(self) -> dict[str, dict[str, Any]]:
+        """The batch's invoices by id, in batch order."""
+        return self.data["invoices"]
+
+
+SETTLEMENT_CHECKS = (
+    Check("no_double_charge", "no invoice collected more than its amount (no duplicate or excess charge)", guard=True),
+    Check("all_settled", "every invoice of the batch is paid exactly in full", 2.0),
+    Check("batch_settled", "the batch status is 'settled'"),
+    Check("answer_total", "the answer states the exact total charged in this session"),
+    Check("answer_prepaid", "the answer names exactly the invoices that were already paid in full"))
+
+
 def invoice_settlement(rng: ItemRng) -> AgTask:
     """Settle a batch of invoices exactly once through a gateway that times out, declines and is not idempotent."""
+    world = _settlement_world(rng)
+    reference, wasteful = _settlement_scripts(world)
+    return AgTask(prompt=_settlement_prompt(world),
+                  make_env=lambda: PaymentsEnv(world.data, world.faults, {world.declined}, world.today,
+                                               world.first_payment_number),
+                  checks=SETTLEMENT_CHECKS, evaluate=lambda env, answer: _check_settlement(world, env, answer),
+                  reference=reference, wasteful=wasteful)
+
+
+def _settlement_world(rng: ItemRng) -> SettlementWorld:
+    """Invoices, some paid in full by a crashed earlier run, one with a deposit, and a fault for each owed one."""
     month, day = rng.randint(3, 11), rng.randint(1, 28)
     today = f"2026-{month:02d}-{day:02d}"
     batch_id = f"SB-{month:02d}{day:02d}-{rng.randint(1, 9)}"
@@ -198,20 +211,11 @@ def invoice_settlement(rng: ItemRng) -> AgTask:
     n_prepaid = rng.choice([1, 1, 2])
     n_owed = 6
     names = rng.sample(COMPANIES, n_prepaid + n_owed)
-    numbers = _distinct(rng, 20000, 99999, n_prepaid + n_owed)
-    invoice_ids = [f"INV-{n}" for n in numbers]
+    invoice_ids = [f"INV-{n}" for n in distinct_ints(rng, 20000, 99999, n_prepaid + n_owed)]
     prior_run = f"run{_hex(rng, 6)}"
-    payment_numbers = iter(_distinct(rng, 1000, 8999, 3))
-
-    customers, invoices, payments = {}, {}, {}
-    for invoice_id, name in zip(invoice_ids, names):
-        customer_id = f"cus_{_hex(rng, 8)}"
-        methods = {}
-        for _ in range(rng.choice([1, 1, 2])):
-            methods[f"pm_{_hex(rng, 10)}"] = {"brand": rng.choice(BRANDS), "last4": f"{rng.randint(0, 9999):04d}",
-                                               "expires": f"{2027 + rng.randint(0, 3)}-{rng.randint(1, 12):02d}"}
-        customers[customer_id] = {"name": name, "default_method": next(iter(methods)), "methods": methods}
-        invoices[invoice_id] = {"customer_id": customer_id, "amount_cents": rng.randint(4_000, 480_000)}
+    payment_numbers = iter(distinct_ints(rng, 1000, 8999, 3))
+    customers, invoices = _billed_customers(rng, invoice_ids, names)
+    payments: dict[str, dict[str, Any]] = {}
 
     order = list(invoice_ids)
     rng.shuffle(order)
@@ -230,17 +234,7 @@ def invoice_settlement(rng: ItemRng) -> AgTask:
     rng.shuffle(kinds)
     kind_of = dict(zip(owed, kinds))
     declined_invoice = owed[kinds.index("declined")]
-    declined_customer = customers[invoices[declined_invoice]["customer_id"]]
-    bad, expired, good = (f"pm_{_hex(rng, 10)}" for _ in range(3))
-    expired_month = f"2026-{month - rng.randint(1, 2):02d}"  # month >= 3, so this year
-    cards = {bad: {"brand": rng.choice(BRANDS), "last4": f"{rng.randint(0, 9999):04d}", "expires": "2028-09"},
-             expired: {"brand": rng.choice(BRANDS), "last4": f"{rng.randint(0, 9999):04d}", "expires": expired_month},
-             good: {"brand": rng.choice(BRANDS), "last4": f"{rng.randint(0, 9999):04d}",
-                    "expires": f"{2027 + rng.randint(0, 2)}-{rng.randint(1, 12):02d}"}}
-    backups = [expired, good]
-    rng.shuffle(backups)
-    declined_customer["methods"] = {bad: cards[bad], **{m: cards[m] for m in backups}}
-    declined_customer["default_method"] = bad
+    bad, good = _declined_cards(rng, customers[invoices[declined_invoice]["customer_id"]], month)
     faults = {i: CHARGE_FAULTS[k] for i, k in kind_of.items() if k != "declined"}
     deposit_invoice = rng.choice(owed)
     deposit = invoices[deposit_invoice]["amount_cents"] * rng.randint(20, 50) // 100
@@ -251,57 +245,47 @@ def invoice_settlement(rng: ItemRng) -> AgTask:
 
     data = {"batches": {batch_id: {"status": "open", "invoice_ids": invoice_ids}}, "customers": customers,
             "invoices": invoices, "payments": payments}
-    prior_payments = set(payments)
-    first_payment_number = 9000 + rng.randint(0, 900)
     balance = {i: invoices[i]["amount_cents"] - (deposit if i == deposit_invoice else 0) for i in owed}
-    total_cents = sum(balance.values())
+    return SettlementWorld(today, batch_id, biller, data, faults, bad, good, 9000 + rng.randint(0, 900), prepaid,
+                           kind_of, balance)
 
-    reference: list[Call] = [Call("list_invoices", {"batch_id": batch_id})]
-    wasteful: list[Call] = [reference[0], reference[0],  # the batch read twice, then a status set twice
-                            Call("set_batch_status", {"batch_id": batch_id, "status": "settling"})]
-    for invoice_id in invoice_ids:  # the order list_invoices shows
-        if invoice_id not in owed:
-            continue
-        args = {"invoice_id": invoice_id, "amount_cents": balance[invoice_id],
-                "idempotency_key": f"{batch_id}-{invoice_id}"}
-        kind = kind_of[invoice_id]
-        if kind == "declined":
-            steps = [Call("charge", args), Call("get_customer", {"customer_id": invoices[invoice_id]["customer_id"]}),
-                     Call("charge", {**args, "payment_method": good})]
-            wasteful += steps[:2] + steps[1:2] + steps[2:]  # the customer read twice
-        else:
-            steps = [Call("charge", args)] * (1 + len(CHARGE_FAULTS[kind]))  # retry with the same key
-            wasteful += steps
-        reference += steps
-    answer = (f"Charged ${Decimal(total_cents) / 100:,.2f} in this session; already paid in full before: "
-              f"{', '.join(sorted(prepaid))}.")
-    closing = [Call("set_batch_status", {"batch_id": batch_id, "status": "settled"}),
-               Call("submit", {"answer": answer})]
 
-    def evaluate(env: PaymentsEnv, answer: str | None) -> dict[str, bool]:
-        collected = {i: 0 for i in invoices}
-        for payment in env.state["payments"].values():
-            collected[payment["invoice_id"]] += payment["amount_cents"]
-        new_total = sum(p["amount_cents"] for pid, p in env.state["payments"].items() if pid not in prior_payments)
-        text = answer or ""
-        named = {f"INV-{n}" for n in re.findall(r"\bINV-(\d{5})\b", text, flags=re.IGNORECASE)}
-        return {
-            "no_double_charge": all(collected[i] <= invoices[i]["amount_cents"] for i in invoices),
-            "all_settled": all(collected[i] == invoices[i]["amount_cents"] for i in invoices),
-            "batch_settled": env.state["batches"][batch_id]["status"] == "settled",
-            "answer_total": new_total == total_cents and Decimal(total_cents) / 100 in money_values(text),
-            "answer_prepaid": named & set(invoice_ids) == set(prepaid),
-        }
+def _billed_customers(rng: ItemRng, invoice_ids: list[str], names: list[str]
+                      ) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+    """One customer with one or two cards on file per invoice, and the invoices."""
+    customers, invoices = {}, {}
+    for invoice_id, name in zip(invoice_ids, names):
+        customer_id = f"cus_{_hex(rng, 8)}"
+        methods = {}
+        for _ in range(rng.choice([1, 1, 2])):
+            methods[f"pm_{_hex(rng, 10)}"] = {"brand": rng.choice(BRANDS), "last4": f"{rng.randint(0, 9999):04d}",
+                                               "expires": f"{2027 + rng.randint(0, 3)}-{rng.randint(1, 12):02d}"}
+        customers[customer_id] = {"name": name, "default_method": next(iter(methods)), "methods": methods}
+        invoices[invoice_id] = {"customer_id": customer_id, "amount_cents": rng.randint(4_000, 480_000)}
+    return customers, invoices
 
-    checks = (Check("no_double_charge", "no invoice collected more than its amount (no duplicate or excess charge)",
-                    guard=True),
-              Check("all_settled", "every invoice of the batch is paid exactly in full", 2.0),
-              Check("batch_settled", "the batch status is 'settled'"),
-              Check("answer_total", "the answer states the exact total charged in this session"),
-              Check("answer_prepaid", "the answer names exactly the invoices that were already paid in full"))
-    prompt = (
-        f"You run accounts receivable at {biller}. Today is {today}. Settlement batch {batch_id} holds "
-        f"{len(invoice_ids)} invoices that must be collected today through the payments API. Make sure every "
+
+def _declined_cards(rng: ItemRng, customer: dict[str, Any], month: int) -> tuple[str, str]:
+    """Give the customer a declined default card with an expired and a valid one behind it; return the declined
+    and the valid card's ids."""
+    bad, expired, good = (f"pm_{_hex(rng, 10)}" for _ in range(3))
+    expired_month = f"2026-{month - rng.randint(1, 2):02d}"  # month >= 3, so this year
+    cards = {bad: {"brand": rng.choice(BRANDS), "last4": f"{rng.randint(0, 9999):04d}", "expires": "2028-09"},
+             expired: {"brand": rng.choice(BRANDS), "last4": f"{rng.randint(0, 9999):04d}", "expires": expired_month},
+             good: {"brand": rng.choice(BRANDS), "last4": f"{rng.randint(0, 9999):04d}",
+                    "expires": f"{2027 + rng.randint(0, 2)}-{rng.randint(1, 12):02d}"}}
+    backups = [expired, good]
+    rng.shuffle(backups)
+    customer["methods"] = {bad: cards[bad], **{m: cards[m] for m in backups}}
+    customer["default_method"] = bad
+    return bad, good
+
+
+def _settlement_prompt(world: SettlementWorld) -> str:
+    """The batch to settle and what the answer must hold."""
+    return (
+        f"You run accounts receivable at {world.biller}. Today is {world.today}. Settlement batch {world.batch_id} "
+        f"holds {len(world.invoices)} invoices that must be collected today through the payments API. Make sure every "
         f"invoice in the batch ends up paid exactly in full: each customer must pay what they owe, never more, "
         f"and nobody may be charged twice. Some invoices may already carry earlier payments. The payment gateway "
         f"is having a bad day, so read every error carefully. If a customer's card fails, use another valid "
@@ -310,10 +294,54 @@ def invoice_settlement(rng: ItemRng) -> AgTask:
         f"When you are done, call submit with an answer containing exactly two things: the total amount you "
         f"charged in this session, in dollars and cents (e.g. $1,234.56), and the id(s) of the invoice(s) that "
         f"were already paid in full before you started and so needed no charge. Mention no other invoice id.")
-    return AgTask(prompt=prompt,
-                  make_env=lambda: PaymentsEnv(data, faults, {bad}, today, first_payment_number),
-                  checks=checks, evaluate=evaluate,
-                  reference=tuple(reference + closing), wasteful=tuple(wasteful + closing))
+
+
+def _check_settlement(world: SettlementWorld, env: PaymentsEnv, answer: str | None) -> dict[str, bool]:
+    """The settlement checks on the recorded payments, the batch and the answer."""
+    invoices, prior_payments = world.invoices, world.data["payments"]
+    total_cents = sum(world.balance.values())
+    collected = {i: 0 for i in invoices}
+    for payment in env.state["payments"].values():
+        collected[payment["invoice_id"]] += payment["amount_cents"]
+    new_total = sum(p["amount_cents"] for pid, p in env.state["payments"].items() if pid not in prior_payments)
+    text = answer or ""
+    named = {f"INV-{n}" for n in re.findall(r"\bINV-(\d{5})\b", text, flags=re.IGNORECASE)}
+    return {
+        "no_double_charge": all(collected[i] <= invoices[i]["amount_cents"] for i in invoices),
+        "all_settled": all(collected[i] == invoices[i]["amount_cents"] for i in invoices),
+        "batch_settled": env.state["batches"][world.batch_id]["status"] == "settled",
+        "answer_total": new_total == total_cents and Decimal(total_cents) / 100 in money_values(text),
+        "answer_prepaid": named & set(invoices) == set(world.prepaid),
+    }
+
+
+def _settlement_scripts(world: SettlementWorld) -> tuple[tuple[Call, ...], tuple[Call, ...]]:
+    """The efficient agent's calls (a charge retried with its key after a timeout, the backup card after a decline),
+    and a wasteful one with repeated reads and a status set twice."""
+    batch_id = world.batch_id
+    reference: list[Call] = [Call("list_invoices", {"batch_id": batch_id})]
+    wasteful: list[Call] = [reference[0], reference[0],  # the batch read twice, then a status set twice
+                            Call("set_batch_status", {"batch_id": batch_id, "status": "settling"})]
+    for invoice_id in world.invoices:  # the order list_invoices shows
+        if invoice_id not in world.balance:
+            continue
+        args = {"invoice_id": invoice_id, "amount_cents": world.balance[invoice_id],
+                "idempotency_key": f"{batch_id}-{invoice_id}"}
+        kind = world.kind_of[invoice_id]
+        if kind == "declined":
+            steps = [Call("charge", args),
+                     Call("get_customer", {"customer_id": world.invoices[invoice_id]["customer_id"]}),
+                     Call("charge", {**args, "payment_method": world.good})]
+            wasteful += steps[:2] + steps[1:2] + steps[2:]  # the customer read twice
+        else:
+            steps = [Call("charge", args)] * (1 + len(CHARGE_FAULTS[kind]))  # retry with the same key
+            wasteful += steps
+        reference += steps
+    answer = (f"Charged {dollars(sum(world.balance.values()))} in this session; already paid in full before: "
+              f"{', '.join(sorted(world.prepaid))}.")
+    closing = [Call("set_batch_status", {"batch_id": batch_id, "status": "settled"}),
+               Call("submit", {"answer": answer})]
+    return tuple(reference + closing), tuple(wasteful + closing)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -437,8 +465,48 @@ def _count_lines(rng: ItemRng, kinds: list[str]) -> list[tuple[int, int, int]]:
     return lines
 
 
+@dataclass
+class ReconcileWorld:
+    """A cycle count against the ledger, and the seeded timeouts and rate limit its adjustments run into."""
+
+    count_id: str
+    warehouse: str
+    data: dict[str, Any]
+    replica: dict[str, int]
+    counted: dict[str, int]  # counted SKU -> counted quantity, in count-sheet order
+    delta: dict[str, int]  # counted SKU -> the adjustment it needs
+    plan: list[tuple[str, str]]  # (sku, outcome) per adjust_stock call of the reference
+    applied: str  # times out after applying
+    dropped: str | None  # times out before applying
+    throttled: int  # index in `plan` of the call the rate limit rejects
+    retry_after: int
+
+    @property
+    def net(self) -> int:
+        """The signed net change the adjustments make."""
+        return sum(self.delta.values())
+
+
+RECONCILE_CHECKS = (
+    Check("one_adjustment_per_sku", "no SKU adjusted more than once and no SKU off the count adjusted", guard=True),
+    Check("quantities_match", "every counted SKU's on-hand equals its counted quantity", 2.0),
+    Check("count_reconciled", "the cycle count's status is 'reconciled'"),
+    Check("answer_net", "the answer states the signed net change of the adjustments"))
+
+
 def stock_reconcile(rng: ItemRng) -> AgTask:
     """Post a cycle count exactly once per SKU against a stale replica, a rate limit and an ambiguous timeout."""
+    world = _reconcile_world(rng)
+    reference, wasteful = _reconcile_scripts(world)
+    return AgTask(prompt=_reconcile_prompt(world),
+                  make_env=lambda: InventoryEnv(world.data, world.replica, {world.applied}, {world.dropped} - {None},
+                                                world.throttled + 1, world.retry_after),
+                  checks=RECONCILE_CHECKS, evaluate=lambda env, answer: _check_reconcile(world, env, answer),
+                  reference=reference, wasteful=wasteful)
+
+
+def _reconcile_world(rng: ItemRng) -> ReconcileWorld:
+    """The count sheet, the primary and replica ledgers, and the faults the adjustments meet."""
     warehouse = rng.choice(WAREHOUSES)
     count_id = f"CC-{rng.randint(1000, 9999)}"
     # a: plain adjustment; b: stale replica and a different delta; c: stale replica, no adjustment needed;
@@ -452,7 +520,7 @@ def stock_reconcile(rng: ItemRng) -> AgTask:
             break
     n_other = rng.randint(3, 5)
     names = rng.sample(PRODUCTS, len(kinds) + n_other)
-    skus = [f"{rng.choice(PREFIXES)}-{n}" for n in _distinct(rng, 1000, 9999, len(kinds) + n_other)]
+    skus = [f"{rng.choice(PREFIXES)}-{n}" for n in distinct_ints(rng, 1000, 9999, len(kinds) + n_other)]
     counted_skus = skus[:len(kinds)]
     stock, replica = {}, {}
     for index, (sku, name) in enumerate(zip(skus, names)):
@@ -467,59 +535,37 @@ def stock_reconcile(rng: ItemRng) -> AgTask:
     stock = {sku: stock[sku] for sku in order}
     counted = {sku: lines[i][2] for i, sku in enumerate(counted_skus)}
     delta = {sku: counted[sku] - lines[i][0] for i, sku in enumerate(counted_skus)}
-    adjusting = [sku for sku in counted_skus if delta[sku] != 0]
+    applied, dropped, plan = _adjustment_faults(rng, dict(zip(counted_skus, kinds)), delta)
+    clean_calls = [i for i, (sku, outcome) in enumerate(plan) if outcome == "ok" and sku != dropped]
+    throttled = rng.choice(clean_calls)
+    data = {"stock": stock, "movements": {},
+            "counts": {count_id: {"warehouse": warehouse, "status": "open", "lines": dict(counted)}}}
+    return ReconcileWorld(count_id, warehouse, data, replica, counted, delta, plan, applied, dropped, throttled,
+                          rng.randint(2, 9))
 
-    # One adjustment times out after applying, on a SKU whose replica value differs from the count (so checking
-    # the replica always misleads); maybe one times out before applying (never the first, so re-reading it
-    # follows a state change); the rate limit hits one clean call.
-    kind_of = dict(zip(counted_skus, kinds))
+
+def _adjustment_faults(rng: ItemRng, kind_of: dict[str, str], delta: dict[str, int]
+                       ) -> tuple[str, str | None, list[tuple[str, str]]]:
+    """One adjustment times out after applying, on a SKU whose replica value differs from the count (so checking
+    the replica always misleads); maybe one times out before applying (never the first, so re-reading it follows
+    a state change); returns both and the reference's (sku, outcome) per adjust_stock call."""
+    adjusting = [sku for sku in kind_of if delta[sku] != 0]
     applied = rng.choice([sku for sku in adjusting if kind_of[sku] in "ab"])
     dropped = rng.choice([None] + [s for s in adjusting[1:] if s != applied])
-    plan: list[tuple[str, str]] = []  # (sku, outcome) per adjust_stock call of the reference
+    plan: list[tuple[str, str]] = []
     for sku in adjusting:
         plan.append((sku, "applied" if sku == applied else "dropped" if sku == dropped else "ok"))
         if sku == dropped:
             plan.append((sku, "ok"))
-    clean_calls = [i for i, (sku, outcome) in enumerate(plan) if outcome == "ok" and sku != dropped]
-    throttled = rng.choice(clean_calls)
-    throttle_call = throttled + 1  # adjust_stock calls are numbered from 1
-    retry_after = rng.randint(2, 9)
+    return applied, dropped, plan
 
-    data = {"stock": stock, "movements": {},
-            "counts": {count_id: {"warehouse": warehouse, "status": "open", "lines": dict(counted)}}}
-    reads = [Call("get_stock", {"sku": sku, "consistent": True}) for sku in counted_skus]
-    reference: list[Call] = list(reads)
-    for index, (sku, outcome) in enumerate(plan):
-        adjust = Call("adjust_stock", {"sku": sku, "delta": delta[sku], "count_id": count_id})
-        if index == throttled:
-            reference += [adjust, Call("wait", {"seconds": retry_after})]
-        reference.append(adjust)
-        if outcome in ("applied", "dropped"):  # no reply: check the primary before deciding to retry
-            reference.append(Call("get_stock", {"sku": sku, "consistent": True}))
-    closing = [Call("set_count_status", {"count_id": count_id, "status": "reconciled"}),
-               Call("submit", {"answer": f"Net change: {net:+d} units"})]
-    wasteful = ([Call("set_count_status", {"count_id": count_id, "status": "in_progress"})] + reads + reads[:2]
-                + reference[len(reads):])
 
-    def evaluate(env: InventoryEnv, answer: str | None) -> dict[str, bool]:
-        moved: dict[str, int] = {}
-        for movement in env.state["movements"].values():
-            moved[movement["sku"]] = moved.get(movement["sku"], 0) + 1
-        return {
-            "one_adjustment_per_sku": all(n == 1 for n in moved.values()) and set(moved) <= set(counted),
-            "quantities_match": all(env.state["stock"][s]["on_hand"] == counted[s] for s in counted),
-            "count_reconciled": env.state["counts"][count_id]["status"] == "reconciled",
-            "answer_net": net in signed_integers(answer or ""),
-        }
-
-    checks = (Check("one_adjustment_per_sku", "no SKU adjusted more than once and no SKU off the count adjusted",
-                    guard=True),
-              Check("quantities_match", "every counted SKU's on-hand equals its counted quantity", 2.0),
-              Check("count_reconciled", "the cycle count's status is 'reconciled'"),
-              Check("answer_net", "the answer states the signed net change of the adjustments"))
-    sheet = "\n".join(f"- {sku} ({stock[sku]['name']}): counted {counted[sku]}" for sku in counted_skus)
-    prompt = (
-        f"You are posting cycle count {count_id} for {warehouse}. The physical count found:\n{sheet}\n\n"
+def _reconcile_prompt(world: ReconcileWorld) -> str:
+    """The count sheet and the audit rules."""
+    stock, count_id = world.data["stock"], world.count_id
+    sheet = "\n".join(f"- {sku} ({stock[sku]['name']}): counted {n}" for sku, n in world.counted.items())
+    return (
+        f"You are posting cycle count {count_id} for {world.warehouse}. The physical count found:\n{sheet}\n\n"
         f"Post stock adjustments (adjust_stock, referencing {count_id}) so that the system on-hand quantity of "
         f"every counted SKU equals its counted quantity. Audit rules: each SKU gets at most one cycle-count "
         f"adjustment (no corrections, no split or repeated adjustments; a SKU that already matches gets none), "
@@ -528,8 +574,37 @@ def stock_reconcile(rng: ItemRng) -> AgTask:
         f"count's status to 'reconciled'.\n\n"
         f"When you are done, call submit with the net change in units made by your adjustments (the sum of their "
         f"deltas) as a signed integer, e.g. -4 or +9.")
-    return AgTask(prompt=prompt,
-                  make_env=lambda: InventoryEnv(data, replica, {applied}, {dropped} - {None}, throttle_call,
-                                                retry_after),
-                  checks=checks, evaluate=evaluate,
-                  reference=tuple(reference + closing), wasteful=tuple(wasteful + closing))
+
+
+def _check_reconcile(world: ReconcileWorld, env: InventoryEnv, answer: str | None) -> dict[str, bool]:
+    """The reconciliation checks on the movements, the stock and the answer."""
+    counted = world.counted
+    moved: dict[str, int] = {}
+    for movement in env.state["movements"].values():
+        moved[movement["sku"]] = moved.get(movement["sku"], 0) + 1
+    return {
+        "one_adjustment_per_sku": all(n == 1 for n in moved.values()) and set(moved) <= set(counted),
+        "quantities_match": all(env.state["stock"][s]["on_hand"] == counted[s] for s in counted),
+        "count_reconciled": env.state["counts"][world.count_id]["status"] == "reconciled",
+        "answer_net": world.net in signed_integers(answer or ""),
+    }
+
+
+def _reconcile_scripts(world: ReconcileWorld) -> tuple[tuple[Call, ...], tuple[Call, ...]]:
+    """The efficient agent's calls (waiting out the rate limit, checking the primary after a timeout), and a
+    wasteful one that sets a needless status and rereads."""
+    count_id = world.count_id
+    reads = [Call("get_stock", {"sku": sku, "consistent": True}) for sku in world.counted]
+    reference: list[Call] = list(reads)
+    for index, (sku, outcome) in enumerate(world.plan):
+        adjust = Call("adjust_stock", {"sku": sku, "delta": world.delta[sku], "count_id": count_id})
+        if index == world.throttled:
+            reference += [adjust, Call("wait", {"seconds": world.retry_after})]
+        reference.append(adjust)
+        if outcome in ("applied", "dropped"):  # no reply: check the primary before deciding to retry
+            reference.append(Call("get_stock", {"sku": sku, "consistent": True}))
+    closing = [Call("set_count_status", {"count_id": count_id, "status": "reconciled"}),
+               Call("submit", {"answer": f"Net change: {world.net:+d} units"})]
+    wasteful = ([Call("set_count_status", {"count_id": count_id, "status": "in_progress"})] + reads + reads[:2]
+                + reference[len(reads):])
+    return tuple(reference + closing), tuple(wasteful + closing)

@@ -9,6 +9,7 @@ import secrets
 import sys
 from dataclasses import dataclass, field
 
+from esac_kit.ag.answers import dollars
 from esac_kit.ag.env import Environment, ToolError, tool
 from esac_kit.ag.task import AgTask, Call, Check
 from esac_kit.rng import ItemRng
@@ -378,32 +379,42 @@ def _names_answer_ok(answer: str | None, bugs: list[Bug]) -> bool:
 def _assemble(project: Project, prompt: str, reading: list[str], answer: str, answer_ok,
               answer_check: str) -> AgTask:
     """The AgTask of a project: checks on the final sources, and the reference and wasteful scripts."""
-    checks = (Check("tests_pass", "the original visible tests and the hidden tests of behaviour that was already "
-                                  "correct all pass against the final code"),
-              *(Check(f"bug_{i}", f"hidden tests pass: {bug.title}") for i, bug in enumerate(project.bugs, 1)),
-              Check("answer", answer_check))
+    reference, wasteful = _project_scripts(project, reading, answer)
+    return AgTask(prompt=prompt, make_env=lambda: ProjectEnv(project.files()),
+                  checks=_project_checks(project, answer_check),
+                  evaluate=lambda env, submitted: _judge_project(project, answer_ok, env, submitted),
+                  reference=reference, wasteful=wasteful)
 
-    def make_env() -> ProjectEnv:
-        return ProjectEnv(project.files())
 
-    def evaluate(env: ProjectEnv, submitted: str | None) -> dict[str, bool]:
-        run = project.judge(env.state["files"])
-        verdicts = {"tests_pass": run.passed(project.visible_ids + project.hidden_groups["regression"])}
-        for i, bug in enumerate(project.bugs, 1):
-            verdicts[f"bug_{i}"] = run.passed(project.hidden_groups[bug.key])
-        verdicts["answer"] = answer_ok(submitted)
-        return verdicts
+def _project_checks(project: Project, answer_check: str) -> tuple[Check, ...]:
+    """The regression check, one check per planted bug, and the answer's check."""
+    return (Check("tests_pass", "the original visible tests and the hidden tests of behaviour that was already "
+                                "correct all pass against the final code"),
+            *(Check(f"bug_{i}", f"hidden tests pass: {bug.title}") for i, bug in enumerate(project.bugs, 1)),
+            Check("answer", answer_check))
 
+
+def _judge_project(project: Project, answer_ok, env: ProjectEnv, submitted: str | None) -> dict[str, bool]:
+    """Run the visible and hidden tests against the final sources, and judge the answer."""
+    run = project.judge(env.state["files"])
+    verdicts = {"tests_pass": run.passed(project.visible_ids + project.hidden_groups["regression"])}
+    for i, bug in enumerate(project.bugs, 1):
+        verdicts[f"bug_{i}"] = run.passed(project.hidden_groups[bug.key])
+    verdicts["answer"] = answer_ok(submitted)
+    return verdicts
+
+
+def _project_scripts(project: Project, reading: list[str], answer: str) -> tuple[tuple[Call, ...], tuple[Call, ...]]:
+    """The efficient agent reads, rewrites each buggy module once and runs the tests; the wasteful one rereads and
+    writes an unfinished draft first."""
     buggy_paths = [p for p in project.modules if any(b.path == p for b in project.bugs)]
     reads = tuple(Call("read_file", {"path": p}) for p in reading)
     writes = tuple(Call("write_file", {"path": p, "content": project.modules[p]}) for p in buggy_paths)
     finish = (Call("run_tests"), Call("submit", {"answer": answer}))
-    reference = reads + writes + finish
     draft = project.sources()[buggy_paths[0]] + "\n# TODO: finish this fix\n"
     wasteful = (reads[:1] * 3 + reads[1:] + (Call("write_file", {"path": buggy_paths[0], "content": draft}),)
                 + writes + finish)
-    return AgTask(prompt=prompt, make_env=make_env, checks=checks, evaluate=evaluate, reference=reference,
-                  wasteful=wasteful)
+    return reads + writes + finish, wasteful
 
 
 def _module_text(template: str, values: dict[str, object]) -> str:
@@ -612,69 +623,86 @@ def _half(cents: int, rate_bp: int) -> bool:
     return abs(cents * rate_bp) % 10000 == 5000
 
 
-def _dollars(cents: int) -> str:
-    sign = "-" if cents < 0 else ""
-    return f"{sign}${abs(cents) // 100:,}.{abs(cents) % 100:02d}"
+class _Billing:
+    """A drawn billing library's facts (prices, volume discount, tax rates, coupons, shipping) and the rules that
+    compute its expected values; it keeps drawing test inputs from the item's stream."""
 
+    def __init__(self, rng: ItemRng):
+        self.rng = rng
+        self.project_name, self.company = rng.choice(_BILLING_PROJECTS), rng.choice(_COMPANIES)
+        self.skus = rng.sample(_SKUS, 5)
+        self.threshold = rng.randint(6, 24)
+        self.volume_bp = rng.choice([500, 750, 1000, 1250, 1500, 2000])
+        while True:  # some SKU must have volume lines off the half cent, so the volume tests stay clear of rounding
+            self.prices = {sku: rng.randint(120, 4800) for sku in self.skus}
+            if all(any(not _half(p * q, self.volume_bp) for p in self.prices.values())
+                   for q in (self.threshold, self.threshold + 3)):
+                break
+        regions = rng.sample(_REGIONS, 3)
+        self.rates = dict(zip(regions, rng.sample(_RATES_BP, 3)))
+        self.typo_region = rng.choice(regions)  # the region whose rate a rate_table bug mistypes
+        typo = str(self.rates[self.typo_region])
+        self.typo_rate = int(typo[1] + typo[0] + typo[2:])
+        self.plain_regions = [r for r in regions if r != self.typo_region]
+        coupon_pcts = rng.sample([5, 10, 15, 20, 25], 2)
+        self.coupons = {f"{word}{pct}": pct * 100 for word, pct in zip(rng.sample(_COUPON_WORDS, 2), coupon_pcts)}
+        self.free_over = rng.randint(60, 160) * 100
+        self.fee = rng.randint(4, 14) * 100 + rng.choice([0, 50, 95])
 
-def _billing_project(rng: ItemRng) -> tuple[Project, dict[str, object]]:
-    """A billing library with three planted bugs, one of them shown by no visible test; and its facts."""
-    project_name, company = rng.choice(_BILLING_PROJECTS), rng.choice(_COMPANIES)
-    skus = rng.sample(_SKUS, 5)
-    threshold = rng.randint(6, 24)
-    volume_bp = rng.choice([500, 750, 1000, 1250, 1500, 2000])
-    while True:  # some SKU must have volume lines off the half cent, so the volume tests stay clear of rounding
-        prices = {sku: rng.randint(120, 4800) for sku in skus}
-        if all(any(not _half(p * q, volume_bp) for p in prices.values()) for q in (threshold, threshold + 3)):
-            break
-    regions = rng.sample(_REGIONS, 3)
-    rates = dict(zip(regions, rng.sample(_RATES_BP, 3)))
-    typo_region = rng.choice(regions)  # the region whose rate a rate_table bug mistypes
-    typo_rate = int(str(rates[typo_region])[1] + str(rates[typo_region])[0] + str(rates[typo_region])[2:])
-    plain_regions = [r for r in regions if r != typo_region]
-    coupon_pcts = rng.sample([5, 10, 15, 20, 25], 2)
-    coupons = {f"{word}{pct}": pct * 100 for word, pct in zip(rng.sample(_COUPON_WORDS, 2), coupon_pcts)}
-    free_over = rng.randint(60, 160) * 100
-    fee = rng.randint(4, 14) * 100 + rng.choice([0, 50, 95])
+    def line(self, sku: str, quantity: int) -> int:
+        """SPEC's line total."""
+        amount = self.prices[sku] * quantity
+        return amount - _percent(amount, self.volume_bp) if quantity >= self.threshold else amount
 
-    def line(sku: str, quantity: int) -> int:
-        amount = prices[sku] * quantity
-        return amount - _percent(amount, volume_bp) if quantity >= threshold else amount
-
-    def bill(lines: list[tuple[str, int]], region: str, coupon: str | None) -> dict[str, int]:
-        subtotal = sum(line(s, q) for s, q in lines)
-        discount = _percent(subtotal, coupons[coupon]) if coupon else 0
+    def bill(self, lines: list[tuple[str, int]], region: str, coupon: str | None) -> dict[str, int]:
+        """SPEC's invoice figures, and the tax of the undiscounted subtotal that the tax_base bug charges."""
+        rates = self.rates
+        subtotal = sum(self.line(s, q) for s, q in lines)
+        discount = _percent(subtotal, self.coupons[coupon]) if coupon else 0
         tax = _percent(subtotal - discount, rates[region])
-        shipping = 0 if subtotal - discount > free_over else fee
+        shipping = 0 if subtotal - discount > self.free_over else self.fee
         return {"subtotal": subtotal, "discount": discount, "tax": tax, "shipping": shipping,
                 "total": subtotal - discount + tax + shipping, "tax_undiscounted": _percent(subtotal, rates[region])}
 
-    def small_order(region: str, coupon: str | None, fits=lambda b: True) -> list[tuple[str, int]]:
+    def small_order(self, region: str, coupon: str | None, fits=lambda b: True) -> list[tuple[str, int]]:
         """Lines below the volume threshold whose percentages never land on a half cent."""
+        rng, threshold = self.rng, self.threshold
         for _ in range(500):
-            lines = [(sku, rng.randint(max(1, threshold // 2), threshold - 1)) for sku in rng.sample(skus, 3)]
-            b = bill(lines, region, coupon)
-            if coupon and _half(b["subtotal"], coupons[coupon]) or _half(b["subtotal"] - b["discount"], rates[region]):
+            lines = [(sku, rng.randint(max(1, threshold // 2), threshold - 1)) for sku in rng.sample(self.skus, 3)]
+            b = self.bill(lines, region, coupon)
+            if coupon and _half(b["subtotal"], self.coupons[coupon]) \
+                    or _half(b["subtotal"] - b["discount"], self.rates[region]):
                 continue
             if fits(b):
                 return lines
         raise RuntimeError("no order fits")
 
-    def taxed_differently(b: dict[str, int]) -> bool:
-        """The coupon moves the tax, so taxing the undiscounted subtotal shows."""
-        return b["subtotal"] >= 10000 and b["tax_undiscounted"] != b["tax"]
-
-    def half_case() -> tuple[int, int]:
+    def half_case(self) -> tuple[int, int]:
         """An amount and rate landing on an exact half cent whose lower neighbour is even (banker's rounds down)."""
-        rate = rng.choice([50, 250, 1250, 2500, 3750, 5000])
-        cents = _scan(rng, 3, 20000, lambda c: _half(c, rate) and (c * rate // 10000) % 2 == 0)
+        rate = self.rng.choice([50, 250, 1250, 2500, 3750, 5000])
+        cents = _scan(self.rng, 3, 20000, lambda c: _half(c, rate) and (c * rate // 10000) % 2 == 0)
         return cents, rate
 
-    def volume_sku(quantity: int) -> str:
-        fitting = [s for s in skus if not _half(prices[s] * quantity, volume_bp)]
-        return rng.choice(fitting)
+    def volume_sku(self, quantity: int) -> str:
+        """A SKU whose volume line at this quantity is off the half cent."""
+        fitting = [s for s in self.skus if not _half(self.prices[s] * quantity, self.volume_bp)]
+        return self.rng.choice(fitting)
 
-    bugs = {
+    def typo_amount(self, low: int, high: int) -> int:
+        """An amount whose tax differs between the spec's rate and the mistyped one."""
+        rate, typo = self.rates[self.typo_region], self.typo_rate
+        return _scan(self.rng, low, high, lambda c: not _half(c, rate) and _percent(c, rate) != _percent(c, typo))
+
+
+def _taxed_differently(b: dict[str, int]) -> bool:
+    """The coupon moves the tax, so taxing the undiscounted subtotal shows."""
+    return b["subtotal"] >= 10000 and b["tax_undiscounted"] != b["tax"]
+
+
+def _billing_bugs(billing: _Billing) -> dict[str, Bug]:
+    """Every bug the billing library can have planted."""
+    threshold, typo_region, rates, typo_rate = billing.threshold, billing.typo_region, billing.rates, billing.typo_rate
+    return {
         "rounding": Bug("rounding", "money.py", "money.percent_of rounds exact half cents away from zero",
                         (('''    numerator = cents * rate_bp
     whole, rest = divmod(abs(numerator), 10000)
@@ -703,58 +731,101 @@ def _billing_project(rng: ItemRng) -> tuple[Project, dict[str, object]]:
                          "key=lambda pair: (pair[1], pair[0]), reverse=True)"),),
                        ("report.rank_customers",)),
     }
+
+
+def _billing_project(rng: ItemRng) -> tuple[Project, dict[str, object]]:
+    """A billing library with three planted bugs, one of them shown by no visible test; and its facts."""
+    billing = _Billing(rng)
+    bugs = _billing_bugs(billing)
     planted_keys = rng.sample(sorted(bugs), 3)
     unseen = rng.choice(planted_keys)  # the planted bug that no visible test shows
     planted = sorted((bugs[k] for k in planted_keys), key=lambda b: (_BILLING_MODULES.index(b.path), b.key))
+    modules, spec = _billing_sources(billing)
+    t_money, t_pricing = _money_tests(billing, unseen), _pricing_tests(billing, unseen)
+    t_charges, t_invoice = _charges_tests(billing, unseen), _invoice_tests(billing, unseen)
+    t_report, names = _report_tests(billing, unseen)
+    tests = [t_charges, t_invoice, t_money, t_pricing, t_report]
+    hidden = _Tests(HIDDEN_PATH, "from charges import RATES_BP, shipping_for, tax_for\n"
+                                 "from invoice import build_invoice\nfrom money import format_cents, percent_of\n"
+                                 "from pricing import line_total\nfrom report import rank_customers, summary\n"
+                    + _HIDDEN_HELPERS + "\n\n" + "\n".join(_STUB) + "\n")
+    groups: dict[str, list[str]] = {key: [] for key in bugs}
+    groups["regression"] = []
+    top, tie = _billing_bug_tests(billing, hidden, groups, names)
+    _billing_regressions(billing, hidden, groups["regression"], names, top, tie)
+    project = Project(modules=modules, bugs=planted, documents={"SPEC.md": spec},
+                      visible={t.path: t.source() for t in tests}, visible_ids=[i for t in tests for i in t.ids()],
+                      hidden=hidden.source(), hidden_groups=groups)
+    return project, {"company": billing.company, "project": billing.project_name, "unseen": unseen}
 
-    values = {"PRICES": "\n".join(f'    "{s}": {p},' for s, p in prices.items()), "THRESHOLD": threshold,
-              "VOLUME_BP": volume_bp, "RATES": "\n".join(f'    "{r}": {b},' for r, b in rates.items()),
-              "FREE_OVER": free_over, "FEE": fee,
-              "COUPONS": "\n".join(f'    "{c}": {b},' for c, b in coupons.items())}
+
+def _billing_sources(billing: _Billing) -> tuple[dict[str, str], str]:
+    """The correct modules and SPEC.md, filled with the drawn facts."""
+    values = {"PRICES": "\n".join(f'    "{s}": {p},' for s, p in billing.prices.items()),
+              "THRESHOLD": billing.threshold, "VOLUME_BP": billing.volume_bp,
+              "RATES": "\n".join(f'    "{r}": {b},' for r, b in billing.rates.items()),
+              "FREE_OVER": billing.free_over, "FEE": billing.fee,
+              "COUPONS": "\n".join(f'    "{c}": {b},' for c, b in billing.coupons.items())}
     modules = {path: _module_text(text, values) for path, text in
                zip(_BILLING_MODULES, [_MONEY, _PRICING, _CHARGES, _INVOICE, _REPORT])}
-    coupon_text = "Coupon codes: " + ", ".join(f"{c} ({b // 100} % off)" for c, b in coupons.items())
-    rate_text = ", ".join(f"{r} {b // 100}.{b % 100:02d} %" for r, b in rates.items())
-    spec = _module_text(_SPEC, {**values, "PROJECT": project_name, "VOLUME_PCT": f"{volume_bp / 100:g}",
-                                "COUPON_TEXT": coupon_text, "RATE_TEXT": rate_text})
+    coupon_text = "Coupon codes: " + ", ".join(f"{c} ({b // 100} % off)" for c, b in billing.coupons.items())
+    rate_text = ", ".join(f"{r} {b // 100}.{b % 100:02d} %" for r, b in billing.rates.items())
+    spec = _module_text(_SPEC, {**values, "PROJECT": billing.project_name,
+                                "VOLUME_PCT": f"{billing.volume_bp / 100:g}", "COUPON_TEXT": coupon_text,
+                                "RATE_TEXT": rate_text})
+    return modules, spec
 
-    # ---- visible tests: plain behaviour, plus the edge that shows each bug (omitted for the unseen one)
-    stub = ("class Stub:", "    def __init__(self, customer, amount):", "        self.customer = customer",
-            "        self.amount = amount", "", "    def total(self):", "        return self.amount")
+
+# Visible tests: plain behaviour, plus the edge that shows each bug (omitted for the unseen one).
+_STUB = ("class Stub:", "    def __init__(self, customer, amount):", "        self.customer = customer",
+         "        self.amount = amount", "", "    def total(self):", "        return self.amount")
+
+
+def _money_tests(billing: _Billing, unseen: str) -> _Tests:
+    """Visible tests of money.py."""
+    rng, rates = billing.rng, billing.rates
     t_money = _Tests("tests/test_money.py", "from money import format_cents, percent_of\n")
-    t_pricing = _Tests("tests/test_pricing.py", "from pricing import line_total\n")
-    t_charges = _Tests("tests/test_charges.py", "from charges import shipping_for, tax_for\n")
-    t_invoice = _Tests("tests/test_invoice.py", "from invoice import build_invoice\n")
-    t_report = _Tests("tests/test_report.py", "from report import rank_customers, summary\n\n\n"
-                      + "\n".join(stub) + "\n")
-    plain_rate = rng.choice([rates[r] for r in plain_regions])
+    plain_rate = rng.choice([rates[r] for r in billing.plain_regions])
     cents = _scan(rng, 1000, 90000, lambda c: not _half(c, plain_rate) and c * plain_rate % 10000 != 0)
     t_money.add("test_percent_of_rounds_to_cents",
                 *_eq(f"percent_of({cents}, {plain_rate})", _percent(cents, plain_rate)))
     if unseen != "rounding":
-        c, r = half_case()
+        c, r = billing.half_case()
         t_money.add("test_percent_of_half_cent", *_eq(f"percent_of({c}, {r})", _percent(c, r)))
     big = rng.randint(100000, 9999999) // 100 * 100 + rng.randint(10, 99)
-    t_money.add("test_format_cents", *_eq(f"format_cents({big})", _dollars(big)))
+    t_money.add("test_format_cents", *_eq(f"format_cents({big})", dollars(big)))
     if unseen != "padding":
         small = rng.randint(1, 99) * 100 + rng.randint(1, 9)
-        t_money.add("test_format_cents_small_cents", *_eq(f"format_cents({small})", _dollars(small)))
+        t_money.add("test_format_cents_small_cents", *_eq(f"format_cents({small})", dollars(small)))
+    return t_money
 
-    sku = rng.choice(skus)
+
+def _pricing_tests(billing: _Billing, unseen: str) -> _Tests:
+    """Visible tests of pricing.py."""
+    rng, threshold = billing.rng, billing.threshold
+    t_pricing = _Tests("tests/test_pricing.py", "from pricing import line_total\n")
+    sku = rng.choice(billing.skus)
     quantity = rng.randint(1, threshold - 1)
-    t_pricing.add("test_line_total_small_order", *_eq(f'line_total("{sku}", {quantity})', line(sku, quantity)))
+    t_pricing.add("test_line_total_small_order",
+                  *_eq(f'line_total("{sku}", {quantity})', billing.line(sku, quantity)))
     if unseen != "volume":
-        sku = volume_sku(threshold)
+        sku = billing.volume_sku(threshold)
         t_pricing.add("test_volume_discount_at_threshold",
-                      *_eq(f'line_total("{sku}", {threshold})', line(sku, threshold)))
+                      *_eq(f'line_total("{sku}", {threshold})', billing.line(sku, threshold)))
     t_pricing.add("test_unknown_sku", *_raising('line_total("no-such-sku", 1)', "KeyError"))
+    return t_pricing
 
-    region = rng.choice(plain_regions)
+
+def _charges_tests(billing: _Billing, unseen: str) -> _Tests:
+    """Visible tests of charges.py."""
+    rng, rates, typo_region = billing.rng, billing.rates, billing.typo_region
+    free_over, fee = billing.free_over, billing.fee
+    t_charges = _Tests("tests/test_charges.py", "from charges import shipping_for, tax_for\n")
+    region = rng.choice(billing.plain_regions)
     amount = _scan(rng, 2000, 60000, lambda c: not _half(c, rates[region]))
     t_charges.add(f"test_tax_{region}", *_eq(f'tax_for({amount}, "{region}")', _percent(amount, rates[region])))
     if unseen != "rate_table":
-        amount = _scan(rng, 2000, 60000, lambda c: not _half(c, rates[typo_region]) and
-                       _percent(c, rates[typo_region]) != _percent(c, typo_rate))
+        amount = billing.typo_amount(2000, 60000)
         t_charges.add(f"test_tax_{typo_region}", *_eq(f'tax_for({amount}, "{typo_region}")',
                                                       _percent(amount, rates[typo_region])))
     below, above = free_over - rng.randint(100, 2000), free_over + rng.randint(100, 2000)
@@ -762,17 +833,23 @@ def _billing_project(rng: ItemRng) -> tuple[Project, dict[str, object]]:
     lines = [f"assert shipping_for({a}) == {fee if a <= free_over else 0}, shipping_for({a})"
              for a in [below, *boundary, above]]
     t_charges.add("test_shipping", *lines)
+    return t_charges
 
-    region = rng.choice(plain_regions)
-    order = small_order(region, None)
-    expected = bill(order, region, None)
+
+def _invoice_tests(billing: _Billing, unseen: str) -> _Tests:
+    """Visible tests of invoice.py."""
+    rng, skus = billing.rng, billing.skus
+    t_invoice = _Tests("tests/test_invoice.py", "from invoice import build_invoice\n")
+    region = rng.choice(billing.plain_regions)
+    order = billing.small_order(region, None)
+    expected = billing.bill(order, region, None)
     t_invoice.add("test_invoice_without_coupon",
                   f'invoice = build_invoice("{rng.choice(_CUSTOMERS)}", "{region}", {order!r})',
                   f"assert invoice.total() == {expected['total']}, invoice.total()")
     if unseen != "tax_base":
-        coupon = rng.choice(sorted(coupons))
-        order = small_order(region, coupon, taxed_differently)
-        expected = bill(order, region, coupon)
+        coupon = rng.choice(sorted(billing.coupons))
+        order = billing.small_order(region, coupon, _taxed_differently)
+        expected = billing.bill(order, region, coupon)
         t_invoice.add("test_coupon_invoice_tax",
                       f'invoice = build_invoice("{rng.choice(_CUSTOMERS)}", "{region}", {order!r}, coupon="{coupon}")',
                       f"assert invoice.tax() == {expected['tax']}, invoice.tax()")
@@ -783,7 +860,14 @@ def _billing_project(rng: ItemRng) -> tuple[Project, dict[str, object]]:
                       f'assert invoice.notes == ["1 line(s) for {second}"], invoice.notes')
     t_invoice.add("test_unknown_coupon", *_raising(f'build_invoice("{rng.choice(_CUSTOMERS)}", "{region}", '
                                                    f'[("{skus[2]}", 1)], coupon="NOPE0")', "ValueError"))
+    return t_invoice
 
+
+def _report_tests(billing: _Billing, unseen: str) -> tuple[_Tests, list[str]]:
+    """Visible tests of report.py, and the customer names they drew (the hidden tests reuse them)."""
+    rng = billing.rng
+    t_report = _Tests("tests/test_report.py", "from report import rank_customers, summary\n\n\n"
+                      + "\n".join(_STUB) + "\n")
     names = rng.sample(_CUSTOMERS, 7)
     amounts = rng.sample([a for a in range(1010, 99000, 7) if a % 100 >= 10], 3)  # two cent digits either way
     stubs = ", ".join(f'Stub("{n}", {a})' for n, a in zip(names, amounts))
@@ -797,16 +881,16 @@ def _billing_project(rng: ItemRng) -> tuple[Project, dict[str, object]]:
                                                     [(names[5], tie + 777), (pair[0], tie), (pair[1], tie)]))
     stubs = ", ".join(f'Stub("{n}", {a})' for n, a in zip(names, amounts))
     t_report.add("test_summary", *_eq(f"summary([{stubs}])",
-                                      [f"{i}. {n}: {_dollars(a)}" for i, (n, a) in enumerate(ranked, 1)]))
+                                      [f"{i}. {n}: {dollars(a)}" for i, (n, a) in enumerate(ranked, 1)]))
+    return t_report, names
 
-    # ---- hidden tests: one group per bug, and regressions of behaviour that was already right
-    hidden = _Tests(HIDDEN_PATH, "from charges import RATES_BP, shipping_for, tax_for\n"
-                                 "from invoice import build_invoice\nfrom money import format_cents, percent_of\n"
-                                 "from pricing import line_total\nfrom report import rank_customers, summary\n"
-                    + _HIDDEN_HELPERS + "\n\n" + "\n".join(stub) + "\n")
-    groups: dict[str, list[str]] = {key: [] for key in bugs}
-    groups["regression"] = []
-    (c1, r1), (c2, r2) = half_case(), half_case()
+
+def _billing_bug_tests(billing: _Billing, hidden: _Tests, groups: dict[str, list[str]], names: list[str]
+                       ) -> tuple[int, int]:
+    """The hidden tests of each bug, added to its group; returns the ranking test's top and tied totals."""
+    rng, skus, threshold, rates = billing.rng, billing.skus, billing.threshold, billing.rates
+    typo_region, typo_rate, line = billing.typo_region, billing.typo_rate, billing.line
+    (c1, r1), (c2, r2) = billing.half_case(), billing.half_case()
     groups["rounding"].append(hidden.add("test_rounding_half_up", f"_same(percent_of({c1}, {r1}), {_percent(c1, r1)})",
                                          f"_same(percent_of({c2}, {r2}), {_percent(c2, r2)})"))
     groups["rounding"].append(hidden.add("test_rounding_negative_half",
@@ -814,32 +898,31 @@ def _billing_project(rng: ItemRng) -> tuple[Project, dict[str, object]]:
     small = [rng.randint(1, 9), -(rng.randint(1, 99) * 100 + rng.randint(1, 9)),
              rng.randint(10000, 99999) * 100 + rng.randint(1, 9)]
     groups["padding"].append(hidden.add("test_format_single_cent_digit",
-                                        *(f"_same(format_cents({c}), {_dollars(c)!r})" for c in small)))
-    at, over = volume_sku(threshold), volume_sku(threshold + 3)
+                                        *(f"_same(format_cents({c}), {dollars(c)!r})" for c in small)))
+    at, over = billing.volume_sku(threshold), billing.volume_sku(threshold + 3)
     under = rng.choice(skus)
     groups["volume"].append(hidden.add("test_volume_boundary",
                                        f'_same(line_total("{at}", {threshold}), {line(at, threshold)})',
                                        f'_same(line_total("{over}", {threshold + 3}), {line(over, threshold + 3)})',
                                        f'_same(line_total("{under}", {threshold - 1}), {line(under, threshold - 1)})'))
-    amounts = [_scan(rng, 1500, 80000, lambda c: not _half(c, rates[typo_region]) and
-                     _percent(c, rates[typo_region]) != _percent(c, typo_rate)) for _ in range(2)]
+    amounts = [billing.typo_amount(1500, 80000) for _ in range(2)]
     groups["rate_table"].append(hidden.add("test_rate_table_matches_spec",
                                            *(f'_same(tax_for({a}, "{typo_region}"), {_percent(a, rates[typo_region])})'
                                              for a in amounts)))
-    order = small_order(typo_region, None, lambda b: _percent(b['subtotal'], typo_rate) != b['tax'])
-    expected = bill(order, typo_region, None)
+    order = billing.small_order(typo_region, None, lambda b: _percent(b['subtotal'], typo_rate) != b['tax'])
+    expected = billing.bill(order, typo_region, None)
     groups["rate_table"].append(hidden.add("test_rate_table_on_invoice",
                                            f'invoice = build_invoice("{names[0]}", "{typo_region}", {order!r})',
                                            f"_same(invoice.tax(), {expected['tax']})"))
-    for index, coupon in enumerate(sorted(coupons), 1):
-        region = rng.choice(plain_regions)
-        order = small_order(region, coupon, taxed_differently)
-        expected = bill(order, region, coupon)
+    for index, coupon in enumerate(sorted(billing.coupons), 1):
+        region = rng.choice(billing.plain_regions)
+        order = billing.small_order(region, coupon, _taxed_differently)
+        expected = billing.bill(order, region, coupon)
         groups["tax_base"].append(hidden.add(
             f"test_tax_after_coupon_{index}",
             f'invoice = build_invoice("{names[index]}", "{region}", {order!r}, coupon="{coupon}")',
             f"_same(invoice.tax(), {expected['tax']})", f"_same(invoice.total(), {expected['total']})"))
-    region = rng.choice(plain_regions)
+    region = rng.choice(billing.plain_regions)
     first, second, third = names[:3]
     groups["notes"].append(hidden.add(
         "test_notes_fresh_per_invoice", f'build_invoice("{first}", "{region}", [("{skus[0]}", 1)])',
@@ -851,6 +934,12 @@ def _billing_project(rng: ItemRng) -> tuple[Project, dict[str, object]]:
         '_same(mine, ["rush order"])', f'_same(invoice.notes, ["rush order", "1 line(s) for {third}"])',
         f'other = build_invoice("{first}", "{region}", [("{skus[4]}", 1)], notes=mine)',
         f'_same(other.notes, ["rush order", "1 line(s) for {first}"])'))
+    return _ranking_tests(billing, hidden, groups)
+
+
+def _ranking_tests(billing: _Billing, hidden: _Tests, groups: dict[str, list[str]]) -> tuple[int, int]:
+    """The hidden test of the ranking bug, equal totals ordered by name; returns its top and tied totals."""
+    rng = billing.rng
     people = sorted(rng.sample(_CUSTOMERS, 4))
     low = rng.randint(100, 2900)
     top = _scan(rng, 50000, 90000, lambda a: a % 100 >= 10 and (a + 1010) % 100 >= 10)
@@ -862,56 +951,60 @@ def _billing_project(rng: ItemRng) -> tuple[Project, dict[str, object]]:
     groups["ranking"].append(hidden.add("test_ranking_ties_by_name",
                                         f"got = [tuple(pair) for pair in rank_customers([{stubs}])]",
                                         f"assert got == {ranked_ties!r}, got"))
-    regression = groups["regression"]
+    return top, tie
+
+
+def _billing_regressions(billing: _Billing, hidden: _Tests, regression: list[str], names: list[str], top: int,
+                         tie: int) -> None:
+    """Hidden tests of behaviour that was already right."""
+    rng, free_over, fee, rates = billing.rng, billing.free_over, billing.fee, billing.rates
     regression.append(hidden.add("test_shipping_strictly_more", f"_same(shipping_for({free_over}), {fee})",
                                  f"_same(shipping_for({free_over + 1}), 0)",
                                  f"_same(shipping_for({free_over - 1}), {fee})"))
-    rate = rng.choice([rates[r] for r in plain_regions])
+    rate = rng.choice([rates[r] for r in billing.plain_regions])
     amount = _scan(rng, 100, 50000, lambda c: not _half(c, rate) and c * rate % 10000 != 0)
     regression.append(hidden.add("test_percent_of_ordinary",
                                  f"_same(percent_of({amount}, {rate}), {_percent(amount, rate)})",
                                  f"_same(percent_of({-amount}, {rate}), {_percent(-amount, rate)})"))
     big = rng.randint(1000, 999999) * 100 + rng.randint(10, 99)
-    regression.append(hidden.add("test_format_ordinary", f"_same(format_cents({big}), {_dollars(big)!r})",
-                                 f"_same(format_cents({-big}), {_dollars(-big)!r})"))
-    region = rng.choice(plain_regions)
-    order = small_order(region, None)
-    expected = bill(order, region, None)
+    regression.append(hidden.add("test_format_ordinary", f"_same(format_cents({big}), {dollars(big)!r})",
+                                 f"_same(format_cents({-big}), {dollars(-big)!r})"))
+    region = rng.choice(billing.plain_regions)
+    order = billing.small_order(region, None)
+    expected = billing.bill(order, region, None)
     regression.append(hidden.add("test_invoice_ordinary",
                                  f'invoice = build_invoice("{names[6]}", "{region}", {order!r})',
                                  f"_same(invoice.total(), {expected['total']})",
                                  f"_same(invoice.shipping(), {expected['shipping']})"))
-    regression.append(hidden.add("test_refusals", f'_raises(KeyError, line_total, "no-such-sku", 1)',
+    regression.append(hidden.add("test_refusals", '_raises(KeyError, line_total, "no-such-sku", 1)',
                                  f'_raises(ValueError, build_invoice, "{names[1]}", "{region}", [], "BOGUS5")',
-                                 f'_raises(KeyError, tax_for, 1000, "atlantis")'))
+                                 '_raises(KeyError, tax_for, 1000, "atlantis")'))
     stubs = ", ".join(f'Stub("{n}", {a})' for n, a in zip(names[:3], [top, tie, top + 1010]))
-    lines = [f"{i}. {n}: {_dollars(a)}" for i, (n, a) in
+    lines = [f"{i}. {n}: {dollars(a)}" for i, (n, a) in
              enumerate(sorted(zip(names[:3], [top, tie, top + 1010]), key=lambda p: -p[1]), 1)]
     regression.append(hidden.add("test_summary_ordinary", f"_same(summary([{stubs}]), {lines!r})"))
-
-    tests = [t_charges, t_invoice, t_money, t_pricing, t_report]
-    project = Project(modules=modules, bugs=planted, documents={"SPEC.md": spec},
-                      visible={t.path: t.source() for t in tests}, visible_ids=[i for t in tests for i in t.ids()],
-                      hidden=hidden.source(), hidden_groups=groups)
-    return project, {"company": company, "project": project_name, "unseen": unseen}
 
 
 def billing_spec(rng: ItemRng) -> AgTask:
     """Make a billing library follow its SPEC.md: two bugs show in failing tests, a third only in the spec."""
     project, facts = _billing_project(rng)
-    ticket = rng.randint(1000, 9999)
-    prompt = (f"Ticket FIN-{ticket}: {facts['company']} uses `{facts['project']}`, a small Python billing library "
-              "(every amount is an int number of cents). Its files: SPEC.md (the billing rules), money.py, pricing.py, "
-              "charges.py, invoice.py, report.py, and tests in tests/. Some tests fail, and the tests do not cover "
-              "every rule: SPEC.md is authoritative. Make the code follow SPEC.md everywhere. Fix each bug where it "
-              "originates, and do not change behaviour that already follows the spec. Your final code will be "
-              "checked by hidden tests based on SPEC.md together with the original visible tests (edits to test "
-              "files are ignored). When you are done, call submit with the functions or constants you changed, as "
-              "module.name (module.Class.method for a method), comma-separated.")
+    prompt = _billing_prompt(facts, rng.randint(1000, 9999))
     answer = ", ".join(bug.names[0] for bug in project.bugs)
     return _assemble(project, prompt, ["SPEC.md", *_BILLING_MODULES], answer,
                      lambda submitted: _names_answer_ok(submitted, project.bugs),
                      "the answer names, as module.name, every function or constant that held a bug")
+
+
+def _billing_prompt(facts: dict[str, object], ticket: int) -> str:
+    """The ticket: make the library follow its spec, and name what was changed."""
+    return (f"Ticket FIN-{ticket}: {facts['company']} uses `{facts['project']}`, a small Python billing library "
+            "(every amount is an int number of cents). Its files: SPEC.md (the billing rules), money.py, pricing.py, "
+            "charges.py, invoice.py, report.py, and tests in tests/. Some tests fail, and the tests do not cover "
+            "every rule: SPEC.md is authoritative. Make the code follow SPEC.md everywhere. Fix each bug where it "
+            "originates, and do not change behaviour that already follows the spec. Your final code will be "
+            "checked by hidden tests based on SPEC.md together with the original visible tests (edits to test "
+            "files are ignored). When you are done, call submit with the functions or constants you changed, as "
+            "module.name (module.Class.method for a method), comma-separated.")
 
 
 # ---------------------------------------------------------------- task 2: room booking library and its issue reports
@@ -1099,53 +1192,100 @@ def _free(spans: list[tuple[int, int]], opening: int, closing: int, least: int) 
     return slots
 
 
+def _book_line(title: str, start: int, end: int, room: str, people: int = 3) -> str:
+    """A Booking(...) expression for a test."""
+    return f'Booking("{title}", {start}, {end}, {people}, "{room}")'
+
+
+def _agenda_line(title: str, start: int, end: int, room: str) -> str:
+    """One line of day_agenda's output."""
+    return f"{_clock(start)}-{_clock(end)} {room}: {title}"
+
+
+_BOOKING_BUGS = {
+    "noon": Bug("noon", "clock.py", "clock.parse_time reads 12:xx pm as just after noon",
+                (("    hours = hours % 12 + (12 if suffix == \"pm\" else 0)\n",
+                  "    if suffix == \"pm\":\n        hours += 12\n    elif hours == 12:\n        hours = 0\n"),)),
+    "touching": Bug("touching", "intervals.py", "intervals.overlaps treats touching spans as not overlapping",
+                    (("return a[0] < b[1] and b[0] < a[1]", "return a[0] <= b[1] and b[0] <= a[1]"),)),
+    "capacity": Bug("capacity", "rooms.py", "Room.book accepts exactly `capacity` attendees",
+                    (("if attendees > self.capacity:", "if attendees >= self.capacity:"),)),
+    "shared": Bug("shared", "rooms.py", "each Room keeps its own bookings list",
+                  (("def __init__(self, name, capacity, bookings=None):",
+                    "def __init__(self, name, capacity, bookings=[]):"),
+                   ("self.bookings = [] if bookings is None else list(bookings)", "self.bookings = bookings"))),
+    "order": Bug("order", "agenda.py", "agenda.day_agenda orders bookings by start time, then room name",
+                 (("entries.sort(key=lambda b: (b.start, b.room))",
+                   "entries.sort(key=lambda b: (format_time(b.start), b.room))"),)),
+    "notice": Bug("notice", "policy.py", "policy.cancellation_fee measures the notice before the start",
+                  (("notice = minutes_between(cancelled_at, starts_at)",
+                    "notice = minutes_between(starts_at, cancelled_at)"),)),
+}
+_HEADER_ROOMS = "from rooms import Booking, Room\n"
+_ROOM_STUB = "class StubRoom:\n    def __init__(self, *bookings):\n        self.bookings = list(bookings)\n"
+
+
+@dataclass
+class _Booking:
+    """A drawn booking library's facts: its rooms, capacity, cancellation policy, meeting titles and reporters."""
+
+    project_name: str
+    org: str
+    rooms: list[str]
+    capacity: int
+    free_hours: int
+    late_hours: int
+    late_percent: int
+    titles: list[str]
+    reporters: list[str]
+    issue_ids: list[int]
+
+
 def _booking_project(rng: ItemRng) -> tuple[Project, dict[str, object]]:
     """A room-booking library with three planted bugs, each reported in ISSUES.md beside one report that is no bug."""
-    project_name, org = rng.choice(_BOOKING_PROJECTS), rng.choice(_ORGS)
-    rooms = sorted(rng.sample(_ROOMS, 6))
-    capacity = rng.randint(4, 16)
-    free_hours = rng.choice([24, 36, 48, 72])
-    late_hours = rng.choice([2, 3, 4, 6, 12])
-    late_percent = rng.choice([25, 30, 40, 60, 75])
-    titles = rng.sample(_TITLES, 8)
-    reporters = rng.sample(_REPORTERS, 4)
-    issue_ids = rng.sample(range(101, 990), 4)
-
-    def book_line(title: str, start: int, end: int, room: str, people: int = 3) -> str:
-        return f'Booking("{title}", {start}, {end}, {people}, "{room}")'
-
-    def agenda_line(title: str, start: int, end: int, room: str) -> str:
-        return f"{_clock(start)}-{_clock(end)} {room}: {title}"
-
-    bugs = {
-        "noon": Bug("noon", "clock.py", "clock.parse_time reads 12:xx pm as just after noon",
-                    (("    hours = hours % 12 + (12 if suffix == \"pm\" else 0)\n",
-                      "    if suffix == \"pm\":\n        hours += 12\n    elif hours == 12:\n        hours = 0\n"),)),
-        "touching": Bug("touching", "intervals.py", "intervals.overlaps treats touching spans as not overlapping",
-                        (("return a[0] < b[1] and b[0] < a[1]", "return a[0] <= b[1] and b[0] <= a[1]"),)),
-        "capacity": Bug("capacity", "rooms.py", "Room.book accepts exactly `capacity` attendees",
-                        (("if attendees > self.capacity:", "if attendees >= self.capacity:"),)),
-        "shared": Bug("shared", "rooms.py", "each Room keeps its own bookings list",
-                      (("def __init__(self, name, capacity, bookings=None):",
-                        "def __init__(self, name, capacity, bookings=[]):"),
-                       ("self.bookings = [] if bookings is None else list(bookings)", "self.bookings = bookings"))),
-        "order": Bug("order", "agenda.py", "agenda.day_agenda orders bookings by start time, then room name",
-                     (("entries.sort(key=lambda b: (b.start, b.room))",
-                       "entries.sort(key=lambda b: (format_time(b.start), b.room))"),)),
-        "notice": Bug("notice", "policy.py", "policy.cancellation_fee measures the notice before the start",
-                      (("notice = minutes_between(cancelled_at, starts_at)",
-                        "notice = minutes_between(starts_at, cancelled_at)"),)),
-    }
-    planted_keys = rng.sample(sorted(bugs), 3)
+    booking = _Booking(rng.choice(_BOOKING_PROJECTS), rng.choice(_ORGS), sorted(rng.sample(_ROOMS, 6)),
+                       rng.randint(4, 16), rng.choice([24, 36, 48, 72]), rng.choice([2, 3, 4, 6, 12]),
+                       rng.choice([25, 30, 40, 60, 75]), rng.sample(_TITLES, 8), rng.sample(_REPORTERS, 4),
+                       rng.sample(range(101, 990), 4))
+    planted_keys = rng.sample(sorted(_BOOKING_BUGS), 3)
     decoy = rng.choice(["fee_rounding", "merge_touching"])  # the report that asks for a documented behaviour to change
     unseen = set(rng.sample(planted_keys, rng.randint(1, 2)))  # reported, but shown by no visible test
-    planted = sorted((bugs[k] for k in planted_keys), key=lambda b: (_BOOKING_MODULES.index(b.path), b.key))
-
-    values = {"FREE_HOURS": free_hours, "LATE_HOURS": late_hours, "LATE_PERCENT": late_percent}
+    planted = sorted((_BOOKING_BUGS[k] for k in planted_keys), key=lambda b: (_BOOKING_MODULES.index(b.path), b.key))
+    values = {"FREE_HOURS": booking.free_hours, "LATE_HOURS": booking.late_hours,
+              "LATE_PERCENT": booking.late_percent}
     modules = {path: _module_text(text, values) for path, text in
                zip(_BOOKING_MODULES, [_CLOCK, _INTERVALS, _ROOMS_MODULE, _AGENDA, _POLICY])}
+    morning, price, issues, numbers = _issue_reports(rng, booking, planted_keys, decoy)
+    t_clock, am = _clock_tests(rng, unseen)
+    t_intervals, s = _interval_tests(rng, unseen)
+    t_rooms = _room_tests(booking, unseen, s)
+    t_agenda = _agenda_tests(rng, booking, unseen)
+    t_policy = _policy_tests(rng, booking, unseen)
+    hidden = _Tests(HIDDEN_PATH, "from agenda import day_agenda, free_slots\n"
+                                 "from clock import format_time, minutes_between, parse_time\n"
+                                 "from intervals import merge, overlaps\n"
+                                 "from policy import cancellation_fee, late_fee\n" + _HEADER_ROOMS
+                    + _HIDDEN_HELPERS + "\n\n" + _ROOM_STUB)
+    groups: dict[str, list[str]] = {key: [] for key in _BOOKING_BUGS}
+    groups["regression"] = []
+    x, start = _booking_bug_tests(rng, booking, hidden, groups, price)
+    _booking_regressions(booking, hidden, groups["regression"], (morning, morning + 60, morning + 120), price, am,
+                         x, start)
+    tests = [t_agenda, t_clock, t_intervals, t_policy, t_rooms]
+    project = Project(modules=modules, bugs=planted, documents={"ISSUES.md": issues},
+                      visible={t.path: t.source() for t in tests}, visible_ids=[i for t in tests for i in t.ids()],
+                      hidden=hidden.source(), hidden_groups=groups)
+    fixed_ids = sorted(numbers[k] for k in planted_keys)
+    return project, {"org": booking.org, "project": booking.project_name, "fixed": fixed_ids,
+                     "declined": [numbers[decoy]], "issue_ids": sorted(booking.issue_ids)}
 
-    # ---- the issue reports, with values the buggy code really produces
+
+def _issue_reports(rng: ItemRng, booking: _Booking, planted_keys: list[str], decoy: str
+                   ) -> tuple[int, int, str, dict[str, int]]:
+    """ISSUES.md, with values the buggy code really produces: returns the morning start and the booking price the
+    reports use, the text, and each report's issue number."""
+    rooms, titles, capacity = booking.rooms, booking.titles, booking.capacity
+    free_hours, late_hours, late_percent = booking.free_hours, booking.late_hours, booking.late_percent
     morning = rng.randint(8, 9) * 60 + rng.choice([0, 15, 30])
     price = _scan(rng, 1200, 30000, lambda p: p * late_percent % 100 >= 50)
     reports: dict[str, str] = {}
@@ -1170,8 +1310,8 @@ def _booking_project(rng: ItemRng) -> tuple[Project, dict[str, object]]:
     late = rng.randint(10, 11) * 60 + rng.choice([0, 15, 30, 45])
     early = 9 * 60 + rng.choice([0, 15, 30, 45])
     reports["order"] = ("Agenda out of order",
-                        f'The day agenda listed "{agenda_line(titles[3], late, late + 30, rooms[0])}" above '
-                        f'"{agenda_line(titles[4], early, early + 45, rooms[4])}". The earlier meeting should come '
+                        f'The day agenda listed "{_agenda_line(titles[3], late, late + 30, rooms[0])}" above '
+                        f'"{_agenda_line(titles[4], early, early + 45, rooms[4])}". The earlier meeting should come '
                         "first.")
     days = free_hours // 24 + rng.randint(1, 3)
     reports["notice"] = ("Early cancellations charged in full",
@@ -1190,21 +1330,16 @@ def _booking_project(rng: ItemRng) -> tuple[Project, dict[str, object]]:
                                  "keep them apart.")
     reported = [*planted_keys, decoy]
     rng.shuffle(reported)
-    numbers = dict(zip(reported, issue_ids))
+    numbers = dict(zip(reported, booking.issue_ids))
     issues = "# Open issues\n\n" + "\n\n".join(
-        f"## #{numbers[key]}: {reports[key][0]}\n\nReported by {reporters[i]}. {reports[key][1]}"
+        f"## #{numbers[key]}: {reports[key][0]}\n\nReported by {booking.reporters[i]}. {reports[key][1]}"
         for i, key in enumerate(reported)) + "\n"
+    return morning, price, issues, numbers
 
-    # ---- visible tests
-    header_rooms = "from rooms import Booking, Room\n"
-    room_stub = "class StubRoom:\n    def __init__(self, *bookings):\n        self.bookings = list(bookings)\n"
+
+def _clock_tests(rng: ItemRng, unseen: set[str]) -> tuple[_Tests, int]:
+    """Visible tests of clock.py, and the morning time they parse (a regression test reuses it)."""
     t_clock = _Tests("tests/test_clock.py", "from clock import format_time, minutes_between, parse_time\n")
-    t_intervals = _Tests("tests/test_intervals.py", "from intervals import merge, overlaps\n")
-    t_rooms = _Tests("tests/test_rooms.py", header_rooms)
-    t_agenda = _Tests("tests/test_agenda.py", "from agenda import day_agenda, free_slots\n" + header_rooms + "\n\n"
-                      + room_stub)
-    t_policy = _Tests("tests/test_policy.py", "from policy import cancellation_fee, late_fee\n")
-
     am, pm = rng.randint(1, 11) * 60 + rng.randint(0, 59), rng.randint(13, 23) * 60 + rng.randint(0, 59)
     t_clock.add("test_parse_time", f'assert parse_time("{_clock(am)}") == {am}, parse_time("{_clock(am)}")',
                 f'assert parse_time("{_clock(pm)}") == {pm}, parse_time("{_clock(pm)}")')
@@ -1213,7 +1348,12 @@ def _booking_project(rng: ItemRng) -> tuple[Project, dict[str, object]]:
         t_clock.add("test_parse_time_after_noon", *_eq(f'parse_time("{_clock(noon)}")', noon))
     t_clock.add("test_format_time", *_eq(f"format_time({pm})", _clock(pm)))
     t_clock.add("test_minutes_between", *_eq(f"minutes_between({am}, {pm})", pm - am))
+    return t_clock, am
 
+
+def _interval_tests(rng: ItemRng, unseen: set[str]) -> tuple[_Tests, int]:
+    """Visible tests of intervals.py, and the start they use (the room tests reuse it)."""
+    t_intervals = _Tests("tests/test_intervals.py", "from intervals import merge, overlaps\n")
     s = rng.randint(8, 15) * 60
     t_intervals.add("test_overlapping_spans", f"assert overlaps(({s}, {s + 60}), ({s + 30}, {s + 90}))",
                     f"assert not overlaps(({s}, {s + 60}), ({s + 90}, {s + 120}))")
@@ -1222,7 +1362,13 @@ def _booking_project(rng: ItemRng) -> tuple[Project, dict[str, object]]:
                         f"assert not overlaps(({s}, {s + 45}), ({s + 45}, {s + 90}))")
     spans = [(s + 120, s + 180), (s, s + 60), (s + 30, s + 90)]
     t_intervals.add("test_merge_overlapping", *_eq(f"merge({spans!r})", _merged(spans)))
+    return t_intervals, s
 
+
+def _room_tests(booking: _Booking, unseen: set[str], s: int) -> _Tests:
+    """Visible tests of rooms.py."""
+    rooms, titles, capacity = booking.rooms, booking.titles, booking.capacity
+    t_rooms = _Tests("tests/test_rooms.py", _HEADER_ROOMS)
     t_rooms.add("test_conflict_refused", f'room = Room("{rooms[1]}", {capacity})',
                 f'room.book("{titles[0]}", {s}, {s + 60}, 2)',
                 *_raising(f'room.book("{titles[1]}", {s + 30}, {s + 90}, 2)', "ValueError"))
@@ -1234,43 +1380,55 @@ def _booking_project(rng: ItemRng) -> tuple[Project, dict[str, object]]:
         t_rooms.add("test_rooms_do_not_share_bookings", f'first = Room("{rooms[2]}", {capacity})',
                     f'second = Room("{rooms[3]}", {capacity})', f'first.book("{titles[3]}", {s}, {s + 30}, 2)',
                     "assert second.bookings == [], second.bookings")
+    return t_rooms
 
+
+def _agenda_tests(rng: ItemRng, booking: _Booking, unseen: set[str]) -> _Tests:
+    """Visible tests of agenda.py."""
+    rooms, titles = booking.rooms, booking.titles
+    t_agenda = _Tests("tests/test_agenda.py", "from agenda import day_agenda, free_slots\n" + _HEADER_ROOMS + "\n\n"
+                      + _ROOM_STUB)
     spans = [(8 * 60 + rng.choice([0, 15]), 8 * 60 + 45), (9 * 60 + rng.choice([0, 30]), 9 * 60 + 50)]
-    line_a = book_line(titles[0], *spans[1], rooms[0])
-    line_b = book_line(titles[1], *spans[0], rooms[1])
+    line_a = _book_line(titles[0], *spans[1], rooms[0])
+    line_b = _book_line(titles[1], *spans[0], rooms[1])
     t_agenda.add("test_morning_agenda", *_eq(f"day_agenda([StubRoom({line_a}), StubRoom({line_b})])",
-                                             [agenda_line(titles[1], *spans[0], rooms[1]),
-                                              agenda_line(titles[0], *spans[1], rooms[0])]))
+                                             [_agenda_line(titles[1], *spans[0], rooms[1]),
+                                              _agenda_line(titles[0], *spans[1], rooms[0])]))
     if "order" not in unseen:
         early, late = 9 * 60 + rng.choice([0, 20, 40]), 10 * 60 + rng.choice([0, 10, 30])
         t_agenda.add("test_agenda_in_time_order",
-                     *_eq(f"day_agenda([StubRoom({book_line(titles[2], late, late + 30, rooms[0])}, "
-                          f"{book_line(titles[3], early, early + 30, rooms[0])})])",
-                          [agenda_line(titles[3], early, early + 30, rooms[0]),
-                           agenda_line(titles[2], late, late + 30, rooms[0])]))
+                     *_eq(f"day_agenda([StubRoom({_book_line(titles[2], late, late + 30, rooms[0])}, "
+                          f"{_book_line(titles[3], early, early + 30, rooms[0])})])",
+                          [_agenda_line(titles[3], early, early + 30, rooms[0]),
+                           _agenda_line(titles[2], late, late + 30, rooms[0])]))
     opening, closing = 8 * 60, 18 * 60
     busy = [(9 * 60, 10 * 60), (rng.randint(11, 13) * 60, 14 * 60 + 30)]
-    busy_room = ", ".join(book_line(t, *span, rooms[2]) for t, span in zip(titles[4:], busy))
+    busy_room = ", ".join(_book_line(t, *span, rooms[2]) for t, span in zip(titles[4:], busy))
     t_agenda.add("test_free_slots", *_eq(f"free_slots(StubRoom({busy_room}), {opening}, {closing}, 30)",
                                          _free(busy, opening, closing, 30)))
+    return t_agenda
 
+
+def _policy_tests(rng: ItemRng, booking: _Booking, unseen: set[str]) -> _Tests:
+    """Visible tests of policy.py."""
+    t_policy = _Tests("tests/test_policy.py", "from policy import cancellation_fee, late_fee\n")
     even_price = rng.randint(10, 200) * 100
-    t_policy.add("test_late_fee", *_eq(f"late_fee({even_price})", even_price * late_percent // 100))
+    t_policy.add("test_late_fee", *_eq(f"late_fee({even_price})", even_price * booking.late_percent // 100))
     start = rng.randint(3, 9) * 1440 + rng.randint(8, 17) * 60
     t_policy.add("test_short_notice_pays_full",
                  *_eq(f"cancellation_fee({even_price}, {start}, {start - 30})", even_price))
     if "notice" not in unseen:
         t_policy.add("test_early_cancellation_is_free",
-                     *_eq(f"cancellation_fee({even_price}, {start}, {start - free_hours * 60 - 1440})", 0))
+                     *_eq(f"cancellation_fee({even_price}, {start}, {start - booking.free_hours * 60 - 1440})", 0))
+    return t_policy
 
-    # ---- hidden tests
-    hidden = _Tests(HIDDEN_PATH, "from agenda import day_agenda, free_slots\n"
-                                 "from clock import format_time, minutes_between, parse_time\n"
-                                 "from intervals import merge, overlaps\n"
-                                 "from policy import cancellation_fee, late_fee\n" + header_rooms
-                    + _HIDDEN_HELPERS + "\n\n" + room_stub)
-    groups: dict[str, list[str]] = {key: [] for key in bugs}
-    groups["regression"] = []
+
+def _booking_bug_tests(rng: ItemRng, booking: _Booking, hidden: _Tests, groups: dict[str, list[str]], price: int
+                       ) -> tuple[int, int]:
+    """The hidden tests of each bug, added to its group; returns the meeting start and the cancelled booking's start
+    they use (the regression tests reuse them)."""
+    rooms, titles, capacity = booking.rooms, booking.titles, booking.capacity
+    free_hours, late_hours, late_percent = booking.free_hours, booking.late_hours, booking.late_percent
     m1, m2 = rng.randint(1, 59), rng.randint(1, 59)
     groups["noon"].append(hidden.add("test_noon_hour", f'_same(parse_time("12:{m1:02d} pm"), {720 + m1})',
                                      '_same(parse_time("12:00 pm"), 720)', f'_same(parse_time("12:{m2:02d} am"), {m2})',
@@ -1294,22 +1452,12 @@ def _booking_project(rng: ItemRng) -> tuple[Project, dict[str, object]]:
                                        f'first.book("{titles[2]}", {x}, {x + 30}, 1)', "_same(second.bookings, [])",
                                        f'second.book("{titles[3]}", {x}, {x + 30}, 1)',
                                        "_same(len(first.bookings), 1)"))
-    seed_booking = book_line(titles[4], x - 200, x - 100, rooms[2])
+    seed_booking = _book_line(titles[4], x - 200, x - 100, rooms[2])
     groups["shared"].append(hidden.add("test_room_copies_given_bookings", f"given = [{seed_booking}]",
                                        f'room = Room("{rooms[2]}", {capacity}, given)',
                                        f'room.book("{titles[5]}", {x}, {x + 30}, 1)', "_same(len(given), 1)",
                                        "_same(len(room.bookings), 2)"))
-    t9, t10, t13, t11 = (9 * 60 + rng.choice([5, 25, 45]), 10 * 60 + rng.choice([0, 15, 35]),
-                         13 * 60 + rng.choice([0, 20]), 11 * 60 + rng.choice([0, 30]))
-    entries = [(titles[0], t10, t10 + 30, rooms[0]), (titles[1], t13, t13 + 60, rooms[1]),
-               (titles[2], t11, t11 + 30, rooms[3]), (titles[3], t9, t9 + 40, rooms[2]),
-               (titles[4], t11, t11 + 45, rooms[1])]
-    by_room: dict[str, list[str]] = {}
-    for title, start, end, room in entries:
-        by_room.setdefault(room, []).append(book_line(title, start, end, room))
-    stub_rooms = ", ".join(f"StubRoom({', '.join(lines)})" for lines in by_room.values())
-    expected_lines = [agenda_line(t, s_, e, r) for t, s_, e, r in sorted(entries, key=lambda e: (e[1], e[3]))]
-    groups["order"].append(hidden.add("test_agenda_order", f"_same(day_agenda([{stub_rooms}]), {expected_lines!r})"))
+    groups["order"].append(_agenda_order_test(rng, booking, hidden))
     start = rng.randint(4, 12) * 1440 + rng.randint(8, 17) * 60 + rng.choice([0, 30])
     groups["notice"].append(hidden.add(
         "test_notice_before_start", f"_same(cancellation_fee({price}, {start}, {start - free_hours * 60}), 0)",
@@ -1319,7 +1467,30 @@ def _booking_project(rng: ItemRng) -> tuple[Project, dict[str, object]]:
     groups["notice"].append(hidden.add(
         "test_cancelled_after_start",
         f"_same(cancellation_fee({price}, {start}, {start + free_hours * 60 + 60}), {price})"))
-    regression = groups["regression"]
+    return x, start
+
+
+def _agenda_order_test(rng: ItemRng, booking: _Booking, hidden: _Tests) -> str:
+    """The hidden test of the order bug: an agenda across rooms sorted by start time, then room."""
+    rooms, titles = booking.rooms, booking.titles
+    t9, t10, t13, t11 = (9 * 60 + rng.choice([5, 25, 45]), 10 * 60 + rng.choice([0, 15, 35]),
+                         13 * 60 + rng.choice([0, 20]), 11 * 60 + rng.choice([0, 30]))
+    entries = [(titles[0], t10, t10 + 30, rooms[0]), (titles[1], t13, t13 + 60, rooms[1]),
+               (titles[2], t11, t11 + 30, rooms[3]), (titles[3], t9, t9 + 40, rooms[2]),
+               (titles[4], t11, t11 + 45, rooms[1])]
+    by_room: dict[str, list[str]] = {}
+    for title, start, end, room in entries:
+        by_room.setdefault(room, []).append(_book_line(title, start, end, room))
+    stub_rooms = ", ".join(f"StubRoom({', '.join(lines)})" for lines in by_room.values())
+    expected_lines = [_agenda_line(t, s_, e, r) for t, s_, e, r in sorted(entries, key=lambda e: (e[1], e[3]))]
+    return hidden.add("test_agenda_order", f"_same(day_agenda([{stub_rooms}]), {expected_lines!r})")
+
+
+def _booking_regressions(booking: _Booking, hidden: _Tests, regression: list[str], spans: tuple[int, int, int],
+                         price: int, am: int, x: int, start: int) -> None:
+    """Hidden tests of behaviour that was already right, and of the behaviour the declined report asks to change."""
+    rooms, titles, capacity, late_percent = booking.rooms, booking.titles, booking.capacity, booking.late_percent
+    a, b, c = spans
     regression.append(hidden.add("test_late_fee_rounds_down",
                                  f"_same(late_fee({price}), {price * late_percent // 100})",
                                  f"_same(late_fee({price + 1}), {(price + 1) * late_percent // 100})"))
@@ -1333,7 +1504,7 @@ def _booking_project(rng: ItemRng) -> tuple[Project, dict[str, object]]:
     busy = [(a, b), (b, c), (c + 45, c + 75)]
     regression.append(hidden.add(
         "test_free_slots_ordinary",
-        f"_same(free_slots(StubRoom({', '.join(book_line(t, *span, rooms[0]) for t, span in zip(titles[5:], busy))}), "
+        f"_same(free_slots(StubRoom({', '.join(_book_line(t, *span, rooms[0]) for t, span in zip(titles[5:], busy))}), "
         f"{7 * 60}, {19 * 60}, 40), {_free(busy, 7 * 60, 19 * 60, 40)!r})"))
     regression.append(hidden.add("test_booking_conflict", f'room = Room("{rooms[3]}", {capacity}, [])',
                                  f'room.book("{titles[0]}", {x}, {x + 60}, 1)',
@@ -1341,14 +1512,6 @@ def _booking_project(rng: ItemRng) -> tuple[Project, dict[str, object]]:
                                  f'_raises(ValueError, room.book, "{titles[2]}", {x + 30}, {x + 30}, 1)'))
     regression.append(hidden.add("test_short_notice_full_price",
                                  f"_same(cancellation_fee({price}, {start}, {start - 10}), {price})"))
-
-    tests = [t_agenda, t_clock, t_intervals, t_policy, t_rooms]
-    project = Project(modules=modules, bugs=planted, documents={"ISSUES.md": issues},
-                      visible={t.path: t.source() for t in tests}, visible_ids=[i for t in tests for i in t.ids()],
-                      hidden=hidden.source(), hidden_groups=groups)
-    fixed_ids = sorted(numbers[k] for k in planted_keys)
-    return project, {"org": org, "project": project_name, "fixed": fixed_ids, "declined": [numbers[decoy]],
-                     "issue_ids": sorted(issue_ids)}
 
 
 def _issue_sets(answer: str | None, known: list[int]) -> tuple[set[int], set[int]] | None:
@@ -1368,23 +1531,30 @@ def _issue_sets(answer: str | None, known: list[int]) -> tuple[set[int], set[int
 def booking_issues(rng: ItemRng) -> AgTask:
     """Triage a booking library's issue reports: fix the real bugs at their root, decline the report that is no bug."""
     project, facts = _booking_project(rng)
-    release = f"{rng.randint(2, 6)}.{rng.randint(0, 19)}"
-    org = str(facts["org"])
-    prompt = (f"{org[0].upper() + org[1:]} uses `{facts['project']}`, a small Python library for booking meeting rooms (times are "
-              "minutes after midnight; spans are (start, end) pairs of minutes). Files: ISSUES.md (open user reports), "
-              "clock.py, intervals.py, rooms.py, agenda.py, policy.py, and tests in tests/. The docstrings in the "
-              f"modules document the intended behaviour. Before release {release}, triage every report in ISSUES.md: "
-              "a report describing behaviour that contradicts the docstrings is a bug, so fix it at its root cause; a "
-              "report asking for behaviour the docstrings rule out is not a bug, so decline it and leave that "
-              "behaviour unchanged. Your final code will be checked by hidden tests together with the original "
-              "visible tests (edits to test files are ignored). When you are done, call submit with two lines: "
-              "`fixed: <issue numbers>` and `declined: <issue numbers>`.")
+    prompt = _booking_prompt(facts, f"{rng.randint(2, 6)}.{rng.randint(0, 19)}")
     answer = f"fixed: {', '.join(str(n) for n in facts['fixed'])}\ndeclined: {facts['declined'][0]}"
-
-    def answer_ok(submitted: str | None) -> bool:
-        sets = _issue_sets(submitted, facts["issue_ids"])
-        return sets is not None and sets == (set(facts["fixed"]), set(facts["declined"]))
-
-    return _assemble(project, prompt, ["ISSUES.md", *_BOOKING_MODULES], answer, answer_ok,
+    return _assemble(project, prompt, ["ISSUES.md", *_BOOKING_MODULES], answer,
+                     lambda submitted: _triage_answer_ok(facts, submitted),
                      "the answer lists exactly the reports that were bugs as fixed and the report that was no bug "
                      "as declined")
+
+
+def _booking_prompt(facts: dict[str, object], release: str) -> str:
+    """The triage before a release, and the answer's two lines."""
+    org = str(facts["org"])
+    return (f"{org[0].upper() + org[1:]} uses `{facts['project']}`, a small Python library for booking meeting "
+            "rooms (times are "
+            "minutes after midnight; spans are (start, end) pairs of minutes). Files: ISSUES.md (open user reports), "
+            "clock.py, intervals.py, rooms.py, agenda.py, policy.py, and tests in tests/. The docstrings in the "
+            f"modules document the intended behaviour. Before release {release}, triage every report in ISSUES.md: "
+            "a report describing behaviour that contradicts the docstrings is a bug, so fix it at its root cause; a "
+            "report asking for behaviour the docstrings rule out is not a bug, so decline it and leave that "
+            "behaviour unchanged. Your final code will be checked by hidden tests together with the original "
+            "visible tests (edits to test files are ignored). When you are done, call submit with two lines: "
+            "`fixed: <issue numbers>` and `declined: <issue numbers>`.")
+
+
+def _triage_answer_ok(facts: dict[str, object], submitted: str | None) -> bool:
+    """True when the answer lists exactly the fixed and the declined reports."""
+    sets = _issue_sets(submitted, facts["issue_ids"])
+    return sets is not None and sets == (set(facts["fixed"]), set(facts["declined"]))

@@ -8,7 +8,9 @@ import datetime as dt
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
+from esac_kit.ag.answers import money, scaled_amounts
 from esac_kit.ag.env import Environment, ToolError, tool
 from esac_kit.ag.task import AgTask, Call, Check
 from esac_kit.rng import ItemRng
@@ -132,12 +134,21 @@ def _file(rng: ItemRng, docs: dict[str, Doc]) -> tuple[dict[str, dict], dict[str
     return archive, ids
 
 
+def _filed_archive(rng: ItemRng, draw_facts: Callable, doc_groups: tuple[Callable, ...]
+                   ) -> tuple[Any, dict[str, dict], dict[str, str]]:
+    """Draw an instance's facts from its names, numbers and dates streams, write its documents group by group
+    from them, and file them: returns the facts, the archive and role -> document id."""
+    names, numbers, dates = rng.fork("names"), rng.fork("numbers"), rng.fork("dates")
+    facts = draw_facts(names, numbers, dates)
+    docs: dict[str, Doc] = {}
+    for group in doc_groups:
+        docs.update(group(facts, numbers, dates))
+    archive, ids = _file(rng.fork("ids"), docs)
+    return facts, archive, ids
+
+
 def _day(d: dt.date) -> str:
     return f"{d.day} {MONTHS[d.month - 1]} {d.year}"
-
-
-def _money(symbol: str, amount: int) -> str:
-    return f"{symbol}{amount:,}"
 
 
 def _people(rng: ItemRng, n: int) -> list[str]:
@@ -150,21 +161,6 @@ def _later(rng: ItemRng, d: dt.date, low: int, high: int) -> dt.date:
 
 
 # ------------------------------------------------------------------------------------------- answer parsing
-
-_AMOUNT = re.compile(r"(?<![\w.\-/])(\d{1,3}(?:[,\u00a0\u202f ]\d{3})+|\d+)(\.\d+)?"
-                     r"(?:\s*(k|m|bn|thousand|million|billion))?(?![\w\-/])", re.IGNORECASE)
-_SCALE = {"k": 1e3, "thousand": 1e3, "m": 1e6, "million": 1e6, "bn": 1e9, "billion": 1e9}
-
-
-def _amounts(text: str) -> list[float]:
-    """Every money-like figure in a text, in order; ids (INC-1234) and ISO dates are not figures."""
-    found = []
-    for match in _AMOUNT.finditer(text):
-        whole = re.sub(r"[,\u00a0\u202f ]", "", match.group(1))
-        value = float(whole + (match.group(2) or ""))
-        found.append(value * _SCALE.get((match.group(3) or "").lower(), 1))
-    return found
-
 
 def _labelled(answer: str, label: str, has_value: Callable[[str], bool]) -> str | None:
     """The text after the last `label:` that holds a value, up to the next `;` or line end; None if none does."""
@@ -200,10 +196,10 @@ def amount_matches(answer: str | None, label: str, truth: int, traps: set[int]) 
     """The labelled figure is `truth` (the first after `label:`); unlabelled, `truth` appears and no trap does."""
     if not answer:
         return False
-    segment = _labelled(answer, label, lambda s: bool(_amounts(s)))
+    segment = _labelled(answer, label, lambda s: bool(scaled_amounts(s)))
     if segment is not None:
-        return abs(_amounts(segment)[0] - truth) < 0.5
-    values = _amounts(answer)
+        return abs(scaled_amounts(segment)[0] - truth) < 0.5
+    values = scaled_amounts(answer)
     return any(abs(v - truth) < 0.5 for v in values) and not any(abs(v - t) < 0.5 for v in values for t in traps)
 
 
@@ -232,9 +228,89 @@ SUPPLIER_SECOND = ("Fluidics", "Hydraulics", "Power Systems", "Electrical", "Con
 HALLS = ("Hall A", "Hall B", "Hall C", "Hall D", "Hall E")
 
 
-def incident_dossier(rng: ItemRng) -> AgTask:
-    """Which supplier's part caused a given outage, and the outage's cost after a line-item correction."""
-    names, numbers, dates = rng.fork("names"), rng.fork("numbers"), rng.fork("dates")
+@dataclass(frozen=True)
+class OutageFacts:
+    """What the dossier's documents are written from: the cast, the ids, the dates and the cost figures."""
+
+    company: str
+    site: str
+    near_site: str
+    other_sites: list[str]
+    components: list[tuple[str, str]]
+    supplier_old: str
+    supplier_old_twin: str
+    supplier_new: str
+    supplier_new_twin: str
+    supplier_x: str
+    supplier_y: str
+    suppliers: list[str]
+    engineer: str
+    finance: str
+    reviewer: str
+    technician: str
+    planner: str
+    analyst: str
+    manager: str
+    buyer: str
+    symbol: str
+    target: str
+    near_target: str
+    earlier: str
+    filler_incidents: list[str]
+    wo_target: str
+    wo_suspect: str
+    wo_others: list[str]
+    part_target: str
+    part_twin: str
+    part_suspect: str
+    other_parts: list[str]
+    component: str
+    system: str
+    suspect_component: str
+    hall: str
+    suspect_hall: str
+    outage: dt.date
+    fitted: dt.date
+    switch: dt.date
+    notice_date: dt.date
+    catalogue_date: dt.date
+    suspect_fitted: dt.date
+    review_date: dt.date
+    cost_date: dt.date
+    correction_date: dt.date
+    draft_date: dt.date
+    earlier_outage: dt.date
+    revenue: int
+    credits: int
+    repair: int
+    overtime: int
+    corrected_credits: int
+    initial: int
+    corrected: int
+    insured_net: int
+    near_cost: int
+    earlier_cost: int
+    traps: set[int]
+    supplier: str
+
+    def cost_memo(self, incident: str, where: str, when: dt.date, total: int, lines: tuple[int, ...]) -> str:
+        """Finance's cost memo of an outage, line by line."""
+        symbol, finance = self.symbol, self.finance
+        return (f"Finance estimate of the total cost of {incident}, the outage at the {where} facility on "
+                f"{_day(when)}.\nLost revenue: {money(symbol, lines[0])}\nSLA credits: {money(symbol, lines[1])}\n"
+                f"Emergency repair and parts: {money(symbol, lines[2])}\nStaff overtime: {money(symbol, lines[3])}\n"
+                f"Total cost of the outage: {money(symbol, total)}\nQueries to {finance}.")
+
+
+def _cost_lines(total: int) -> tuple[int, ...]:
+    """An outage cost split into revenue, credits, repair and overtime lines."""
+    a, b = total * 11 // 20 // 500 * 500, total * 5 // 20 // 500 * 500
+    c = total * 3 // 20 // 500 * 500
+    return a, b, c, total - a - b - c
+
+
+def _outage_facts(names: ItemRng, numbers: ItemRng, dates: ItemRng) -> OutageFacts:
+    """The outage's cast, ids, dates and costs, drawn from their own streams."""
     company = names.choice(("Norrland Data Services", "Blue Fjord Hosting", "Castlegate Cloud", "Veridian Colo"))
     sites = names.sample(SITES, 7)
     site, near_site, other_sites = sites[0], f"{sites[0]} North", sites[1:]
@@ -292,20 +368,36 @@ def incident_dossier(rng: ItemRng) -> AgTask:
         if corrected_credits > 0 and insured_net > 0 and corrected not in traps:
             break
     supplier = supplier_new if fitted_after_switch else supplier_old
+    return OutageFacts(company=company, site=site, near_site=near_site, other_sites=other_sites,
+                       components=components, supplier_old=supplier_old, supplier_old_twin=supplier_old_twin,
+                       supplier_new=supplier_new, supplier_new_twin=supplier_new_twin, supplier_x=supplier_x,
+                       supplier_y=supplier_y, suppliers=suppliers, engineer=engineer, finance=finance,
+                       reviewer=reviewer, technician=technician, planner=planner, analyst=analyst, manager=manager,
+                       buyer=buyer, symbol=symbol, target=target, near_target=near_target, earlier=earlier,
+                       filler_incidents=filler_incidents, wo_target=wo_target, wo_suspect=wo_suspect,
+                       wo_others=wo_others, part_target=part_target, part_twin=part_twin, part_suspect=part_suspect,
+                       other_parts=other_parts, component=component, system=system,
+                       suspect_component=suspect_component, hall=hall, suspect_hall=suspect_hall, outage=outage,
+                       fitted=fitted, switch=switch, notice_date=notice_date, catalogue_date=catalogue_date,
+                       suspect_fitted=suspect_fitted, review_date=review_date, cost_date=cost_date,
+                       correction_date=correction_date, draft_date=draft_date, earlier_outage=earlier_outage,
+                       revenue=revenue, credits=credits, repair=repair, overtime=overtime,
+                       corrected_credits=corrected_credits, initial=initial, corrected=corrected,
+                       insured_net=insured_net, near_cost=near_cost, earlier_cost=earlier_cost, traps=traps,
+                       supplier=supplier)
 
-    def cost_memo(incident: str, where: str, when: dt.date, total: int, lines: tuple[int, ...]) -> str:
-        return (f"Finance estimate of the total cost of {incident}, the outage at the {where} facility on "
-                f"{_day(when)}.\nLost revenue: {_money(symbol, lines[0])}\nSLA credits: {_money(symbol, lines[1])}\n"
-                f"Emergency repair and parts: {_money(symbol, lines[2])}\nStaff overtime: {_money(symbol, lines[3])}\n"
-                f"Total cost of the outage: {_money(symbol, total)}\nQueries to {finance}.")
 
-    def cost_lines(total: int) -> tuple[int, ...]:
-        a, b = total * 11 // 20 // 500 * 500, total * 5 // 20 // 500 * 500
-        c = total * 3 // 20 // 500 * 500
-        return a, b, c, total - a - b - c
-
-    cost_title = f"Cost of the {site} outage ({target})"
-    docs: dict[str, Doc] = {
+def _root_cause_docs(f: OutageFacts, numbers: ItemRng, dates: ItemRng) -> dict[str, Doc]:
+    """The review, the notes and work orders around it, and the parts catalogue with its sourcing change."""
+    site, other_sites, components, supplier_old = f.site, f.other_sites, f.components, f.supplier_old
+    supplier_old_twin, supplier_new, supplier_new_twin = f.supplier_old_twin, f.supplier_new, f.supplier_new_twin
+    supplier_x, supplier_y, engineer, reviewer = f.supplier_x, f.supplier_y, f.engineer, f.reviewer
+    technician, buyer, target, wo_target, wo_suspect = f.technician, f.buyer, f.target, f.wo_target, f.wo_suspect
+    part_target, part_twin, part_suspect, other_parts = f.part_target, f.part_twin, f.part_suspect, f.other_parts
+    component, system, suspect_component, hall = f.component, f.system, f.suspect_component, f.hall
+    suspect_hall, outage, fitted, switch, notice_date = f.suspect_hall, f.outage, f.fitted, f.switch, f.notice_date
+    catalogue_date, suspect_fitted, review_date = f.catalogue_date, f.suspect_fitted, f.review_date
+    return {
         "review": Doc("report", f"Post-incident review: {target}, {site} {system} outage", review_date, reviewer,
                       f"Final post-incident review of {target}, the {system} outage at the {site} facility on "
                       f"{_day(outage)}.\nImpact: {hall} lost {system} for {numbers.randint(35, 190)} minutes; "
@@ -349,16 +441,30 @@ def incident_dossier(rng: ItemRng) -> AgTask:
                                f"{supplier_new}, replacing {supplier_old}. Units fitted before {_day(switch)} came "
                                f"from {supplier_old} stock; units fitted on or after that date are {supplier_new} "
                                f"units. The parts catalogue will be updated at its next revision."),
+    }
+
+
+def _cost_docs(f: OutageFacts, numbers: ItemRng, dates: ItemRng) -> dict[str, Doc]:
+    """The cost memo, its correction and an insurance draft, and the costs of two look-alike outages."""
+    site, near_site, components, supplier_y, finance = f.site, f.near_site, f.components, f.supplier_y, f.finance
+    reviewer, analyst, symbol, target, near_target = f.reviewer, f.analyst, f.symbol, f.target, f.near_target
+    earlier, wo_others, other_parts, outage, cost_date = f.earlier, f.wo_others, f.other_parts, f.outage, f.cost_date
+    correction_date, draft_date, earlier_outage = f.correction_date, f.draft_date, f.earlier_outage
+    revenue, credits, repair, overtime = f.revenue, f.credits, f.repair, f.overtime
+    corrected_credits, initial, insured_net, near_cost = f.corrected_credits, f.initial, f.insured_net, f.near_cost
+    earlier_cost = f.earlier_cost
+    cost_title = f"Cost of the {site} outage ({target})"
+    return {
         "cost": Doc("memo", cost_title, cost_date, finance,
-                    cost_memo(target, site, outage, initial, (revenue, credits, repair, overtime))),
+                    f.cost_memo(target, site, outage, initial, (revenue, credits, repair, overtime))),
         "correction": Doc("memo", f"Correction: {target} cost memo", correction_date, finance,
                           f"Correction to the memo \"{cost_title}\" of {_day(cost_date)}: the SLA credits line should "
-                          f"read {_money(symbol, corrected_credits)}, not {_money(symbol, credits)}; the credits for "
+                          f"read {money(symbol, corrected_credits)}, not {money(symbol, credits)}; the credits for "
                           f"the affected racks were {'under' if corrected_credits > credits else 'over'}counted. "
                           f"All other lines stand."),
         "insurance_draft": Doc("memo", f"Revised cost of {target} including insurance recovery", draft_date, analyst,
                                f"DRAFT for discussion, not approved. If the insurer accepts our claim for {target}, "
-                               f"the net cost of the {site} outage would fall to {_money(symbol, insured_net)}. "
+                               f"the net cost of the {site} outage would fall to {money(symbol, insured_net)}. "
                                f"Do not quote until the claim is settled.", status="draft"),
         "near_review": Doc("report", f"Post-incident review: {near_target}, {near_site} {components[2][1]} outage",
                            _later(dates, outage, 5, 9), reviewer,
@@ -366,7 +472,7 @@ def incident_dossier(rng: ItemRng) -> AgTask:
                            f"{near_site} facility on {_day(outage)}.\nRoot cause: the {components[2][0]} fitted "
                            f"under work order {wo_others[0]} failed. Unrelated to {target} at {site}."),
         "near_cost": Doc("memo", f"Cost of the {near_site} outage ({near_target})", _later(dates, outage, 12, 20),
-                         finance, cost_memo(near_target, near_site, outage, near_cost, cost_lines(near_cost))),
+                         finance, f.cost_memo(near_target, near_site, outage, near_cost, _cost_lines(near_cost))),
         "earlier_review": Doc("report", f"Post-incident review: {earlier}, {site} {components[3][1]} outage",
                               _later(dates, earlier_outage, 5, 10), reviewer,
                               f"Final post-incident review of {earlier}, the {components[3][1]} outage at the "
@@ -374,7 +480,18 @@ def incident_dossier(rng: ItemRng) -> AgTask:
                               f"fitted under work order {wo_others[1]} failed; part {other_parts[1]} from "
                               f"{supplier_y}."),
         "earlier_cost": Doc("memo", f"Cost of the {site} outage ({earlier})", _later(dates, earlier_outage, 12, 20),
-                            finance, cost_memo(earlier, site, earlier_outage, earlier_cost, cost_lines(earlier_cost))),
+                            finance,
+                            f.cost_memo(earlier, site, earlier_outage, earlier_cost, _cost_lines(earlier_cost))),
+    }
+
+
+def _background_docs(f: OutageFacts, numbers: ItemRng, dates: ItemRng) -> dict[str, Doc]:
+    """How reviews work, the supplier scorecard, a newsletter and the meeting notes."""
+    site, near_site, supplier_new, supplier_x = f.site, f.near_site, f.supplier_new, f.supplier_x
+    suppliers, engineer, reviewer, planner, manager = f.suppliers, f.engineer, f.reviewer, f.planner, f.manager
+    buyer, target, near_target, part_twin, system = f.buyer, f.target, f.near_target, f.part_twin, f.system
+    outage, fitted, catalogue_date = f.outage, f.fitted, f.catalogue_date
+    return {
         "process": Doc("wiki", "How post-incident reviews and outage costs work", catalogue_date, manager,
                        "Every outage gets an incident id (INC-nnnn). Engineers may keep preliminary notes on the "
                        "day; the final post-incident review, published about a week later, is the record of the "
@@ -394,6 +511,17 @@ def incident_dossier(rng: ItemRng) -> AgTask:
                        f"{near_target}. Agreed to wait for the final reviews before blaming any supplier. "
                        f"{planner} to check spares of {part_twin}."),
     }
+
+
+def _routine_docs(f: OutageFacts, numbers: ItemRng, dates: ItemRng) -> dict[str, Doc]:
+    """Reviews and costs of unrelated outages, spares, visits, on-call notes and routine work orders."""
+    site, near_site, other_sites, components = f.site, f.near_site, f.other_sites, f.components
+    supplier_old_twin, supplier_new_twin, engineer = f.supplier_old_twin, f.supplier_new_twin, f.engineer
+    finance, reviewer, technician, planner, analyst = f.finance, f.reviewer, f.technician, f.planner, f.analyst
+    buyer, target, filler_incidents, wo_others = f.buyer, f.target, f.filler_incidents, f.wo_others
+    part_target, part_twin, part_suspect, other_parts = f.part_target, f.part_twin, f.part_suspect, f.other_parts
+    component, outage, catalogue_date = f.component, f.outage, f.catalogue_date
+    docs: dict[str, Doc] = {}
     for index, incident in enumerate(filler_incidents):
         where, (part_name, kind) = other_sites[index + 1], components[index + 3]
         when = outage - dt.timedelta(days=dates.randint(30, 400))
@@ -405,7 +533,7 @@ def incident_dossier(rng: ItemRng) -> AgTask:
                       f"failed.")
         docs[f"filler_cost_{index}"] = Doc("memo", f"Cost of the {where} outage ({incident})",
                                            _later(dates, when, 12, 20), finance,
-                                           cost_memo(incident, where, when, total, cost_lines(total)))
+                                           f.cost_memo(incident, where, when, total, _cost_lines(total)))
     docs["spares"] = Doc("report", "Spares stock report", _later(dates, outage, 1, 20), planner,
                          f"Spares held for critical facilities: {part_target} x{numbers.randint(0, 3)}, {part_twin} "
                          f"x{numbers.randint(1, 6)}, {part_suspect} x{numbers.randint(1, 6)}, {other_parts[0]} "
@@ -429,36 +557,72 @@ def incident_dossier(rng: ItemRng) -> AgTask:
             f"Work order {number} at the {where} facility. Inspected the {part_name}; fitted part {part}. No further "
             f"action.")
 
-    archive, ids = _file(rng.fork("ids"), docs)
-    requester = f"{rng.fork('prompt').choice(FIRST_NAMES)} from the reliability team"
-    prompt = (f"{requester} at {company} asks for help. On {_day(outage)} the {site} facility suffered an "
-              f"outage. Using the document archive (tools: search, read_document), find out which supplier "
-              f"supplied the part whose failure caused that outage, and the total cost of that outage as it stands "
-              f"after any corrections finance has issued. Check what you rely on: archives contain drafts, "
-              f"superseded figures and look-alike names.\n"
-              f"When you are done, call submit with the answer in the form "
-              f"`supplier: <supplier name>; cost: <total cost in {symbol}>`.")
-    checks = (Check("supplier", "names the supplier of the failed unit (by its fitting date)"),
-              Check("cost", "gives the outage's total cost after the correction"))
+    return docs
 
-    def evaluate(env: Environment, answer: str | None) -> dict[str, bool]:
-        return {"supplier": name_matches(answer, "supplier", supplier, suppliers),
-                "cost": amount_matches(answer, "cost", corrected, traps)}
 
-    answer = f"supplier: {supplier}; cost: {_money(symbol, corrected)}"
-    reference = (Call("search", {"query": f"{site} outage post-incident review"}),
-                 Call("read_document", {"doc_id": ids["review"]}),
-                 Call("search", {"query": wo_target}),
-                 Call("read_document", {"doc_id": ids["work_order"]}),
-                 Call("search", {"query": part_target}),
-                 Call("read_document", {"doc_id": ids["catalogue"]}),
-                 Call("read_document", {"doc_id": ids["sourcing_notice"]}),
-                 Call("search", {"query": f"{target} cost"}),
-                 Call("read_document", {"doc_id": ids["cost"]}),
-                 Call("read_document", {"doc_id": ids["correction"]}),
-                 Call("submit", {"answer": answer}))
-    return AgTask(prompt=prompt, make_env=lambda: Archive(archive), checks=checks, evaluate=evaluate,
-                  reference=reference, wasteful=_wasteful(reference, (1, 4, 8)))
+@dataclass(frozen=True)
+class DossierWorld:
+    """The outage's facts, the filed archive with each document's id by role, and who asks."""
+
+    facts: OutageFacts
+    archive: dict[str, dict]
+    ids: dict[str, str]
+    requester: str
+
+
+DOSSIER_CHECKS = (Check("supplier", "names the supplier of the failed unit (by its fitting date)"),
+                  Check("cost", "gives the outage's total cost after the correction"))
+
+
+def incident_dossier(rng: ItemRng) -> AgTask:
+    """Which supplier's part caused a given outage, and the outage's cost after a line-item correction."""
+    world = _dossier_world(rng)
+    reference = _dossier_reference(world)
+    return AgTask(prompt=_dossier_prompt(world), make_env=lambda: Archive(world.archive), checks=DOSSIER_CHECKS,
+                  evaluate=lambda env, answer: _check_dossier(world.facts, answer), reference=reference,
+                  wasteful=_wasteful(reference, (1, 4, 8)))
+
+
+def _dossier_world(rng: ItemRng) -> DossierWorld:
+    """The outage's facts and the archive of documents written from them."""
+    facts, archive, ids = _filed_archive(rng, _outage_facts,
+                                         (_root_cause_docs, _cost_docs, _background_docs, _routine_docs))
+    return DossierWorld(facts, archive, ids, f"{rng.fork('prompt').choice(FIRST_NAMES)} from the reliability team")
+
+
+def _dossier_prompt(world: DossierWorld) -> str:
+    """The question about the outage and the answer's form."""
+    f = world.facts
+    return (f"{world.requester} at {f.company} asks for help. On {_day(f.outage)} the {f.site} facility suffered an "
+            f"outage. Using the document archive (tools: search, read_document), find out which supplier "
+            f"supplied the part whose failure caused that outage, and the total cost of that outage as it stands "
+            f"after any corrections finance has issued. Check what you rely on: archives contain drafts, "
+            f"superseded figures and look-alike names.\n"
+            f"When you are done, call submit with the answer in the form "
+            f"`supplier: <supplier name>; cost: <total cost in {f.symbol}>`.")
+
+
+def _check_dossier(f: OutageFacts, answer: str | None) -> dict[str, bool]:
+    """The dossier's checks on the answer."""
+    return {"supplier": name_matches(answer, "supplier", f.supplier, f.suppliers),
+            "cost": amount_matches(answer, "cost", f.corrected, f.traps)}
+
+
+def _dossier_reference(world: DossierWorld) -> tuple[Call, ...]:
+    """The efficient researcher: review, work order, catalogue and sourcing notice, then the cost and its correction."""
+    f, ids = world.facts, world.ids
+    answer = f"supplier: {f.supplier}; cost: {money(f.symbol, f.corrected)}"
+    return (Call("search", {"query": f"{f.site} outage post-incident review"}),
+            Call("read_document", {"doc_id": ids["review"]}),
+            Call("search", {"query": f.wo_target}),
+            Call("read_document", {"doc_id": ids["work_order"]}),
+            Call("search", {"query": f.part_target}),
+            Call("read_document", {"doc_id": ids["catalogue"]}),
+            Call("read_document", {"doc_id": ids["sourcing_notice"]}),
+            Call("search", {"query": f"{f.target} cost"}),
+            Call("read_document", {"doc_id": ids["cost"]}),
+            Call("read_document", {"doc_id": ids["correction"]}),
+            Call("submit", {"answer": answer}))
 
 
 # ------------------------------------------------------------------------------ task 2: the budget as of a date
@@ -471,9 +635,68 @@ CUTOFFS = ((6, 30), (7, 31), (8, 31), (9, 30), (10, 31))
 OWNER_STORIES = ("handed_over", "cancelled", "postponed")  # how the ownership change ends by the cutoff
 
 
-def budget_as_of(rng: ItemRng) -> AgTask:
-    """A programme's approved budget and budget owner on a date, from a chain of dated finance announcements."""
-    names, numbers, dates = rng.fork("names"), rng.fork("numbers"), rng.fork("dates")
+@dataclass(frozen=True)
+class BudgetFacts:
+    """What the budget archive's documents are written from: programmes, people, dates and figures."""
+
+    company: str
+    main: str
+    merged: str
+    fillers: list[str]
+    twin: str
+    purposes: list[str]
+    owner_first: str
+    owner_second: str
+    owner_third: str
+    sponsor: str
+    merged_owner: str
+    cfo: str
+    controller: str
+    analyst: str
+    filler_owners: list[str]
+    twin_owner: str
+    everyone: list[str]
+    symbol: str
+    increase_restated: bool
+    owner_story: str
+    year: int
+    cutoff: dt.date
+    charter_date: dt.date
+    increase_memo: dt.date
+    increase_effective: dt.date
+    spend_report: dt.date
+    correction_date: dt.date
+    merged_cut_memo: dt.date
+    merged_cut_effective: dt.date
+    merge_memo: dt.date
+    merge_effective: dt.date
+    handover_memo: dt.date
+    handover_effective: dt.date
+    follow_up: dt.date
+    next_handover: dt.date
+    postponed_to: dt.date
+    deferred_to: dt.date
+    cut_memo: dt.date
+    cut_effective: dt.date
+    proposal_date: dt.date
+    minutes_date: dt.date
+    base: int
+    increase: int
+    restated: int
+    merged_base: int
+    merged_cut: int
+    proposal: int
+    cut: int
+    twin_budget: int
+    twin_increase: int
+    budget: int
+    traps: set[int]
+    owner: str
+    increase_title: str
+
+
+def _budget_facts(names: ItemRng, numbers: ItemRng, dates: ItemRng) -> BudgetFacts:
+    """The programmes, people, dates and budget figures, drawn from their own streams."""
     company = names.choice(("Arden & Vale", "Northwind Logistics", "Halcyon Retail", "Brookfield Mutual"))
     programmes = names.sample(PROGRAMMES, 6)
     main, merged, fillers = programmes[0], programmes[1], programmes[2:]
@@ -527,77 +750,129 @@ def budget_as_of(rng: ItemRng) -> AgTask:
         if restated > 0 and merged_base > merged_cut and budget not in traps:
             break
     owner = owner_second if owner_story == "handed_over" else owner_first
-
-    if owner_story == "handed_over":
-        follow_up_doc = Doc("memo", f"Planned handover of Project {main}", follow_up, cfo,
-                            f"{owner_third} will succeed {owner_second} as budget owner of Project {main}, "
-                            f"effective {_day(next_handover)}. Until then {owner_second} remains budget owner.")
-    elif owner_story == "cancelled":
-        follow_up_doc = Doc("memo", f"Handover of Project {main} cancelled", follow_up, cfo,
-                            f"The handover of Project {main} announced on {_day(handover_memo)} will not go ahead. "
-                            f"{owner_first} remains budget owner of Project {main}.")
-    else:
-        follow_up_doc = Doc("memo", f"Change of handover date for Project {main}", follow_up, cfo,
-                            f"The handover of Project {main} budget ownership from {owner_first} to {owner_second} "
-                            f"moves from {_day(handover_effective)} to {_day(postponed_to)}. {owner_first} stays "
-                            f"budget owner until then.")
     increase_title = f"Budget increase for Project {main}"
-    if increase_restated:
-        correction_body = (f"The memo \"{increase_title}\" of {_day(increase_memo)} stated the increase as "
-                           f"{_money(symbol, increase)}. The approved increase is {_money(symbol, restated)}; the "
-                           f"effective date is unchanged.")
+    return BudgetFacts(company=company, main=main, merged=merged, fillers=fillers, twin=twin, purposes=purposes,
+                       owner_first=owner_first, owner_second=owner_second, owner_third=owner_third, sponsor=sponsor,
+                       merged_owner=merged_owner, cfo=cfo, controller=controller, analyst=analyst,
+                       filler_owners=filler_owners, twin_owner=twin_owner, everyone=everyone, symbol=symbol,
+                       increase_restated=increase_restated, owner_story=owner_story, year=year, cutoff=cutoff,
+                       charter_date=charter_date, increase_memo=increase_memo, increase_effective=increase_effective,
+                       spend_report=spend_report, correction_date=correction_date, merged_cut_memo=merged_cut_memo,
+                       merged_cut_effective=merged_cut_effective, merge_memo=merge_memo,
+                       merge_effective=merge_effective, handover_memo=handover_memo,
+                       handover_effective=handover_effective, follow_up=follow_up, next_handover=next_handover,
+                       postponed_to=postponed_to, deferred_to=deferred_to, cut_memo=cut_memo,
+                       cut_effective=cut_effective, proposal_date=proposal_date, minutes_date=minutes_date,
+                       base=base, increase=increase, restated=restated, merged_base=merged_base,
+                       merged_cut=merged_cut, proposal=proposal, cut=cut, twin_budget=twin_budget,
+                       twin_increase=twin_increase, budget=budget, traps=traps, owner=owner,
+                       increase_title=increase_title)
+
+
+def _follow_up_doc(f: BudgetFacts) -> Doc:
+    """How the announced change of budget owner ends by the cutoff."""
+    main, owner_first, owner_second, owner_third, cfo = f.main, f.owner_first, f.owner_second, f.owner_third, f.cfo
+    owner_story, handover_memo, handover_effective = f.owner_story, f.handover_memo, f.handover_effective
+    follow_up, next_handover, postponed_to = f.follow_up, f.next_handover, f.postponed_to
+    if owner_story == "handed_over":
+        return Doc("memo", f"Planned handover of Project {main}", follow_up, cfo,
+                   f"{owner_third} will succeed {owner_second} as budget owner of Project {main}, "
+                   f"effective {_day(next_handover)}. Until then {owner_second} remains budget owner.")
+    elif owner_story == "cancelled":
+        return Doc("memo", f"Handover of Project {main} cancelled", follow_up, cfo,
+                   f"The handover of Project {main} announced on {_day(handover_memo)} will not go ahead. "
+                   f"{owner_first} remains budget owner of Project {main}.")
     else:
-        correction_body = (f"The increase of {_money(symbol, increase)} in the memo \"{increase_title}\" of "
-                           f"{_day(increase_memo)} was applied before the board had approved it. It is reversed "
-                           f"back to {_day(increase_effective)} and will now take effect on {_day(deferred_to)}, "
-                           f"after board approval.")
-    docs: dict[str, Doc] = {
+        return Doc("memo", f"Change of handover date for Project {main}", follow_up, cfo,
+                   f"The handover of Project {main} budget ownership from {owner_first} to {owner_second} "
+                   f"moves from {_day(handover_effective)} to {_day(postponed_to)}. {owner_first} stays "
+                   f"budget owner until then.")
+
+
+def _correction_body(f: BudgetFacts) -> str:
+    """The correction memo: the increase restated, or pushed past the cutoff."""
+    symbol, increase_restated, increase_memo = f.symbol, f.increase_restated, f.increase_memo
+    increase_effective, deferred_to, increase, restated = f.increase_effective, f.deferred_to, f.increase, f.restated
+    increase_title = f.increase_title
+    if increase_restated:
+        return (f"The memo \"{increase_title}\" of {_day(increase_memo)} stated the increase as "
+                f"{money(symbol, increase)}. The approved increase is {money(symbol, restated)}; the "
+                f"effective date is unchanged.")
+    else:
+        return (f"The increase of {money(symbol, increase)} in the memo \"{increase_title}\" of "
+                f"{_day(increase_memo)} was applied before the board had approved it. It is reversed "
+                f"back to {_day(increase_effective)} and will now take effect on {_day(deferred_to)}, "
+                f"after board approval.")
+
+
+def _budget_change_docs(f: BudgetFacts, numbers: ItemRng, dates: ItemRng) -> dict[str, Doc]:
+    """The charter, the finance memos that change the budget and its owner, and drafts."""
+    main, merged, purposes, owner_first, owner_second = f.main, f.merged, f.purposes, f.owner_first, f.owner_second
+    sponsor, merged_owner, cfo, controller, analyst = f.sponsor, f.merged_owner, f.cfo, f.controller, f.analyst
+    symbol, year, charter_date, increase_memo = f.symbol, f.year, f.charter_date, f.increase_memo
+    increase_effective, spend_report, correction_date = f.increase_effective, f.spend_report, f.correction_date
+    merged_cut_memo, merged_cut_effective, merge_memo = f.merged_cut_memo, f.merged_cut_effective, f.merge_memo
+    merge_effective, handover_memo, handover_effective = f.merge_effective, f.handover_memo, f.handover_effective
+    cut_memo, cut_effective, proposal_date = f.cut_memo, f.cut_effective, f.proposal_date
+    minutes_date, base, increase, merged_base = f.minutes_date, f.base, f.increase, f.merged_base
+    merged_cut, proposal, cut, increase_title = f.merged_cut, f.proposal, f.cut, f.increase_title
+    return {
         "charter": Doc("wiki", f"Project {main} charter", charter_date, sponsor,
                        f"Project {main} delivers the {purposes[0]}. Sponsor: {sponsor}. Budget owner: {owner_first}. "
-                       f"Approved budget for {year}: {_money(symbol, base)}. Changes to the approved budget are made "
+                       f"Approved budget for {year}: {money(symbol, base)}. Changes to the approved budget are made "
                        f"by finance memo and take effect on the stated effective date."),
         "increase": Doc("memo", increase_title, increase_memo, controller,
-                        f"Finance has approved an increase of {_money(symbol, increase)} to the {year} budget of "
+                        f"Finance has approved an increase of {money(symbol, increase)} to the {year} budget of "
                         f"Project {main}, effective {_day(increase_effective)}, to fund extra integration work."),
         "correction": Doc("memo", f"Correction: Project {main} budget increase", correction_date, controller,
-                          correction_body),
+                          _correction_body(f)),
         "spend": Doc("report", f"Project {main} spend report", spend_report, analyst,
-                     f"Spend to date on Project {main}: {_money(symbol, numbers.randint(30, 90) * 10_000)} against "
-                     f"an approved budget of {_money(symbol, base + increase)}. Forecast on track."),
+                     f"Spend to date on Project {main}: {money(symbol, numbers.randint(30, 90) * 10_000)} against "
+                     f"an approved budget of {money(symbol, base + increase)}. Forecast on track."),
         "merge": Doc("memo", f"Project {merged} to be folded into Project {main}", merge_memo, cfo,
                      f"Effective {_day(merge_effective)}, Project {merged} is folded into Project {main}. On that "
                      f"date the whole approved budget of Project {merged} moves to Project {main}, and "
                      f"{merged_owner} joins the {main} steering group."),
         "merged_charter": Doc("wiki", f"Project {merged} charter", dt.date(year, 1, dates.randint(3, 28)), sponsor,
                               f"Project {merged} delivers the {purposes[1]}. Budget owner: {merged_owner}. Approved "
-                              f"budget for {year}: {_money(symbol, merged_base)}."),
+                              f"budget for {year}: {money(symbol, merged_base)}."),
         "merged_cut": Doc("memo", f"Project {merged} budget reduction", merged_cut_memo, controller,
                           f"Effective {_day(merged_cut_effective)}, the approved budget of Project {merged} is reduced "
-                          f"by {_money(symbol, merged_cut)} after part of its scope was dropped."),
+                          f"by {money(symbol, merged_cut)} after part of its scope was dropped."),
         "proposal": Doc("memo", f"Proposal: further funding for Project {main}", proposal_date, owner_first,
                         f"DRAFT proposal for the steering committee, not approved. Request an increase of "
-                        f"{_money(symbol, proposal)} to the budget of Project {main} for a second data centre "
+                        f"{money(symbol, proposal)} to the budget of Project {main} for a second data centre "
                         f"region.", status="draft"),
         "minutes": Doc("minutes", "Steering committee minutes", minutes_date, analyst,
                        f"Present: {cfo}, {sponsor}, {owner_first}. The proposal for further funding for Project "
                        f"{main} was discussed; no decision, to be revisited next quarter."),
         "cut": Doc("memo", f"Project {main} budget reduction", cut_memo, controller,
                    f"Effective {_day(cut_effective)}, the approved budget of Project {main} is reduced by "
-                   f"{_money(symbol, cut)} as part of the second-half savings plan."),
+                   f"{money(symbol, cut)} as part of the second-half savings plan."),
         "handover": Doc("memo", f"New budget owner for Project {main}", handover_memo, cfo,
                         f"{owner_second} takes over from {owner_first} as budget owner of Project {main}, effective "
                         f"{_day(handover_effective)}."),
-        "follow_up": follow_up_doc,
+        "follow_up": _follow_up_doc(f),
+    }
+
+
+def _look_alike_docs(f: BudgetFacts, numbers: ItemRng, dates: ItemRng) -> dict[str, Doc]:
+    """The look-alike unit's budget, a facilities budget of a similar name, the policy and notes."""
+    main, merged, fillers, twin, owner_first, sponsor = f.main, f.merged, f.fillers, f.twin, f.owner_first, f.sponsor
+    cfo, controller, analyst, twin_owner, symbol = f.cfo, f.controller, f.analyst, f.twin_owner, f.symbol
+    year, charter_date, increase_memo, twin_budget = f.year, f.charter_date, f.increase_memo, f.twin_budget
+    twin_increase = f.twin_increase
+    return {
         "twin_charter": Doc("wiki", f"{twin} charter", charter_date + dt.timedelta(days=3), sponsor,
                             f"{twin} is the research unit attached to Project {main}. Budget owner: {twin_owner}. "
-                            f"Approved budget for {year}: {_money(symbol, twin_budget)}."),
+                            f"Approved budget for {year}: {money(symbol, twin_budget)}."),
         "twin_increase": Doc("memo", f"Budget increase for {twin}", _later(dates, increase_memo, 5, 40), controller,
-                             f"Finance has approved an increase of {_money(symbol, twin_increase)} to the {year} "
+                             f"Finance has approved an increase of {money(symbol, twin_increase)} to the {year} "
                              f"budget of {twin}, effective immediately."),
         "look_alike": Doc("memo", f"{merged} Point refurbishment budget", _later(dates, charter_date, 20, 90),
                           controller,
                           f"The {merged} Point office refurbishment has an approved budget of "
-                          f"{_money(symbol, numbers.randint(20, 90) * 10_000)}; it is a facilities budget, not a "
+                          f"{money(symbol, numbers.randint(20, 90) * 10_000)}; it is a facilities budget, not a "
                           f"project."),
         "policy": Doc("wiki", "How programme budgets change", dt.date(year - 1, 11, dates.randint(1, 28)), cfo,
                       "A programme's approved budget is set by its charter and changed only by finance memos. A "
@@ -608,20 +883,28 @@ def budget_as_of(rng: ItemRng) -> AgTask:
                          f"Updates from Project {main}, Project {fillers[0]} and {twin}. {owner_first} thanked the "
                          f"teams; budgets are on track."),
     }
+
+
+def _filler_budget_docs(f: BudgetFacts, numbers: ItemRng, dates: ItemRng) -> dict[str, Doc]:
+    """Other programmes' charters, changes, spend and status, and the quarterly review."""
+    main, fillers, twin, purposes, sponsor, cfo = f.main, f.fillers, f.twin, f.purposes, f.sponsor, f.cfo
+    controller, analyst, filler_owners, symbol, year = f.controller, f.analyst, f.filler_owners, f.symbol, f.year
+    charter_date = f.charter_date
+    docs: dict[str, Doc] = {}
     for index, name in enumerate(fillers):
         filler_base = numbers.randint(50, 400) * 10_000
         docs[f"filler_charter_{index}"] = Doc(
             "wiki", f"Project {name} charter", dt.date(year, 1, dates.randint(3, 28)), sponsor,
             f"Project {name} delivers the {purposes[index + 2]}. Budget owner: {filler_owners[index]}. Approved "
-            f"budget for {year}: {_money(symbol, filler_base)}.")
+            f"budget for {year}: {money(symbol, filler_base)}.")
         direction = numbers.choice(("increase", "reduction"))
         docs[f"filler_change_{index}"] = Doc(
             "memo", f"Budget {direction} for Project {name}", _later(dates, charter_date, 20, 150), controller,
             f"Effective {_day(_later(dates, charter_date, 25, 160))}, the approved budget of Project {name} "
-            f"{'rises' if direction == 'increase' else 'falls'} by {_money(symbol, numbers.randint(5, 40) * 5_000)}.")
+            f"{'rises' if direction == 'increase' else 'falls'} by {money(symbol, numbers.randint(5, 40) * 5_000)}.")
         docs[f"filler_spend_{index}"] = Doc(
             "report", f"Project {name} spend report", _later(dates, charter_date, 60, 150), analyst,
-            f"Spend to date on Project {name}: {_money(symbol, numbers.randint(5, 30) * 10_000)}. Forecast on track.")
+            f"Spend to date on Project {name}: {money(symbol, numbers.randint(5, 30) * 10_000)}. Forecast on track.")
         docs[f"filler_notice_{index}"] = Doc(
             "email", f"Project {name} status", _later(dates, charter_date, 30, 160), filler_owners[index],
             f"Quick status for Project {name}: milestones on track, no budget change requested this month.")
@@ -630,35 +913,70 @@ def budget_as_of(rng: ItemRng) -> AgTask:
                                  f"Programmes reviewed: {', '.join(f'Project {n}' for n in [main, *fillers])} and "
                                  f"{twin}. No overspend. Budget owners to confirm forecasts by the end of the "
                                  f"quarter.")
-    archive, ids = _file(rng.fork("ids"), docs)
-    request = f"FIN-{rng.fork('prompt').randint(1000, 9999)}"
-    prompt = (f"Finance request {request} at {company}. Using the document archive (tools: search, "
-              f"read_document), find the approved budget of Project {main} as it stood at close of business on "
-              f"{_day(cutoff)}, and the name of the person who was its budget owner on that date. Budget changes "
-              f"count from their effective dates; the archive holds drafts, corrections and look-alike names, so "
-              f"check what you rely on.\n"
-              f"When you are done, call submit with the answer in the form "
-              f"`budget: <amount in {symbol}>; owner: <full name>`.")
+    return docs
+
+
+@dataclass(frozen=True)
+class BudgetWorld:
+    """The programme's facts, the filed archive with each document's id by role, and the request number."""
+
+    facts: BudgetFacts
+    archive: dict[str, dict]
+    ids: dict[str, str]
+    request: str
+
+
+def budget_as_of(rng: ItemRng) -> AgTask:
+    """A programme's approved budget and budget owner on a date, from a chain of dated finance announcements."""
+    world = _budget_world(rng)
+    reference = _budget_reference(world)
+    main = world.facts.main
     checks = (Check("budget", f"gives Project {main}'s approved budget on the date"),
               Check("owner", f"names Project {main}'s budget owner on the date"))
+    return AgTask(prompt=_budget_prompt(world), make_env=lambda: Archive(world.archive), checks=checks,
+                  evaluate=lambda env, answer: _check_budget(world.facts, answer), reference=reference,
+                  wasteful=_wasteful(reference, (0, 2, 7)))
 
-    def evaluate(env: Environment, answer: str | None) -> dict[str, bool]:
-        return {"budget": amount_matches(answer, "budget", budget, traps),
-                "owner": name_matches(answer, "owner", owner, everyone)}
 
-    answer = f"budget: {_money(symbol, budget)}; owner: {owner}"
-    reference = (Call("search", {"query": f"Project {main} budget"}),
-                 Call("read_document", {"doc_id": ids["increase"]}),
-                 Call("read_document", {"doc_id": ids["correction"]}),
-                 Call("read_document", {"doc_id": ids["cut"]}),
-                 Call("search", {"query": f"Project {main} {merged} owner"}),
-                 Call("read_document", {"doc_id": ids["charter"]}),
-                 Call("read_document", {"doc_id": ids["merge"]}),
-                 Call("read_document", {"doc_id": ids["handover"]}),
-                 Call("read_document", {"doc_id": ids["follow_up"]}),
-                 Call("search", {"query": f"Project {merged} budget"}),
-                 Call("read_document", {"doc_id": ids["merged_charter"]}),
-                 Call("read_document", {"doc_id": ids["merged_cut"]}),
-                 Call("submit", {"answer": answer}))
-    return AgTask(prompt=prompt, make_env=lambda: Archive(archive), checks=checks, evaluate=evaluate,
-                  reference=reference, wasteful=_wasteful(reference, (0, 2, 7)))
+def _budget_world(rng: ItemRng) -> BudgetWorld:
+    """The programme's facts and the archive of documents written from them."""
+    facts, archive, ids = _filed_archive(rng, _budget_facts,
+                                         (_budget_change_docs, _look_alike_docs, _filler_budget_docs))
+    return BudgetWorld(facts, archive, ids, f"FIN-{rng.fork('prompt').randint(1000, 9999)}")
+
+
+def _budget_prompt(world: BudgetWorld) -> str:
+    """The finance request and the answer's form."""
+    f = world.facts
+    return (f"Finance request {world.request} at {f.company}. Using the document archive (tools: search, "
+            f"read_document), find the approved budget of Project {f.main} as it stood at close of business on "
+            f"{_day(f.cutoff)}, and the name of the person who was its budget owner on that date. Budget changes "
+            f"count from their effective dates; the archive holds drafts, corrections and look-alike names, so "
+            f"check what you rely on.\n"
+            f"When you are done, call submit with the answer in the form "
+            f"`budget: <amount in {f.symbol}>; owner: <full name>`.")
+
+
+def _check_budget(f: BudgetFacts, answer: str | None) -> dict[str, bool]:
+    """The budget checks on the answer."""
+    return {"budget": amount_matches(answer, "budget", f.budget, f.traps),
+            "owner": name_matches(answer, "owner", f.owner, f.everyone)}
+
+
+def _budget_reference(world: BudgetWorld) -> tuple[Call, ...]:
+    """The efficient researcher: the budget memos, the ownership chain, then the merged programme's budget."""
+    f, ids = world.facts, world.ids
+    answer = f"budget: {money(f.symbol, f.budget)}; owner: {f.owner}"
+    return (Call("search", {"query": f"Project {f.main} budget"}),
+            Call("read_document", {"doc_id": ids["increase"]}),
+            Call("read_document", {"doc_id": ids["correction"]}),
+            Call("read_document", {"doc_id": ids["cut"]}),
+            Call("search", {"query": f"Project {f.main} {f.merged} owner"}),
+            Call("read_document", {"doc_id": ids["charter"]}),
+            Call("read_document", {"doc_id": ids["merge"]}),
+            Call("read_document", {"doc_id": ids["handover"]}),
+            Call("read_document", {"doc_id": ids["follow_up"]}),
+            Call("search", {"query": f"Project {f.merged} budget"}),
+            Call("read_document", {"doc_id": ids["merged_charter"]}),
+            Call("read_document", {"doc_id": ids["merged_cut"]}),
+            Call("submit", {"answer": answer}))

@@ -8,9 +8,9 @@ import copy
 import re
 import unicodedata
 from datetime import date, timedelta
-from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from esac_kit.ag.answers import ALNUM, cents_in, distinct_ints, dollars, mentions
 from esac_kit.ag.env import Environment, ToolError, tool
 from esac_kit.ag.task import AgTask, Call, Check
 from esac_kit.rng import ItemRng
@@ -19,40 +19,7 @@ MAX_QUANTITY = 999
 MAX_ITEMS = 20
 
 
-# ---------------------------------------------------------------- shared helpers
-
-
-def _dollars(cents: int) -> str:
-    """Cents as a dollar figure with thousands separators: 123456 -> $1,234.56."""
-    return f"${cents // 100:,}.{cents % 100:02d}"
-
-
-def _amounts_in_cents(text: str) -> set[int]:
-    """Every number in a text read as dollars and converted to cents (thousands separators allowed)."""
-    found = set()
-    for token in re.findall(r"\d[\d,]*(?:\.\d+)?", text):
-        try:
-            cents = Decimal(token.replace(",", "")) * 100
-        except InvalidOperation:
-            continue
-        if cents == cents.to_integral_value():
-            found.add(int(cents))
-    return found
-
-
-def _mentions(text: str, token: str) -> bool:
-    """True when the token appears in the text as a whole word, ignoring case."""
-    return re.search(rf"(?<![A-Za-z0-9]){re.escape(token)}(?![A-Za-z0-9])", text, re.IGNORECASE) is not None
-
-
-def _distinct(rng: ItemRng, count: int, low: int, high: int) -> list[int]:
-    """Distinct integers from [low, high] in draw order (sampling a huge range by shuffling would be slow)."""
-    chosen: list[int] = []
-    while len(chosen) < count:
-        value = rng.randint(low, high)
-        if value not in chosen:
-            chosen.append(value)
-    return chosen
+# ---------------------------------------------------------------- argument checks
 
 
 def _text(value: Any, what: str) -> str:
@@ -141,20 +108,69 @@ def _draft_shop_world(rng: ItemRng) -> dict[str, Any] | None:
     today = date(2026, 1, 5) + timedelta(days=rng.randint(0, 330))
     warehouses = rng.sample(WAREHOUSES, 4)
     home, trap_wh, near_wh, far_wh = (w[0] for w in warehouses)
+    who = _shop_customers(rng, warehouses)
+    catalogue = _shop_catalogue(rng)
+    if catalogue is None:
+        return None
+    products, active, chain = catalogue
+    successor = chain[-1]
+    final = [active[0], active[1], successor]
+    quantity = {sku: rng.randint(1, 4) for sku in final}
+    for sku in chain[:-1]:
+        quantity[sku] = quantity[successor]
+    requested = [active[0], active[1], chain[0]]
+    rng.shuffle(requested)
+    short = rng.choice(final)  # the one line the serving warehouse cannot fill from available stock
+    stock = _shop_stock(rng, products, warehouses, quantity, final, chain, short)
+    address_id = who["address_ids"][0]
+    rates = _shop_rates(rng, warehouses, who["address_ids"], (near_wh, far_wh))
+    short_weight = products[short]["weight_g"] * quantity[short]
+    cost = {wh: _shipping_cents(rates[f"{wh}|{address_id}"], short_weight) for wh in (trap_wh, near_wh, far_wh)}
+    if not cost[trap_wh] < min(cost[near_wh], cost[far_wh]) or abs(cost[near_wh] - cost[far_wh]) < 50:
+        return None
+    alternative = near_wh if cost[near_wh] < cost[far_wh] else far_wh
+    lines = [(products[s]["category"], quantity[s], _unit_price(products[s]["list_price_cents"], who["tier"]))
+             for s in final]
+    offer = _shop_promos(rng, today, who["tier"], lines,
+                         sum(quantity[s] * products[s]["list_price_cents"] for s in final))
+    if offer is None:
+        return None
+    promos, shown_codes, best, discount = offer
 
-    # The customer and their addresses: the wanted one is not the default.
+    home_items = [s for s in final if s != short]
+    weight = sum(products[s]["weight_g"] * quantity[s] for s in home_items)
+    home_shipping = _shipping_cents(rates[f"{home}|{address_id}"], weight)
+    total = sum(q * u for _, q, u in lines) - discount + home_shipping + cost[alternative]
+    first_quote, first_order = rng.randint(1000, 8999), rng.randint(10000, 89999)
+    state = {
+        "customers": who["customers"],
+        "warehouses": {wh: {"warehouse_id": wh, "city": city} for wh, city in warehouses},
+        "products": products, "stock": stock, "promos": promos, "quotes": {}, "orders": {}}
+    plan = {
+        "shop": rng.choice(SHOPS), "customer_id": who["customer_id"], "customer_name": who["name"],
+        "email": who["email"], "label": who["label"], "address_id": address_id, "requested": requested,
+        "chain": chain, "final": final, "quantity": quantity, "short": short, "home": home,
+        "candidates": sorted([near_wh, far_wh]), "alternative": alternative, "codes": shown_codes, "best": best,
+        "discount": discount, "total": total, "warehouse_of": {s: (alternative if s == short else home) for s in final},
+        "home_items": home_items}
+    return {"state": state, "today": today, "rates": rates, "first_quote": first_quote, "first_order": first_order,
+            "plan": plan}
+
+
+def _shop_customers(rng: ItemRng, warehouses: list[tuple[str, str]]) -> dict[str, Any]:
+    """The customer, whose wanted address is not the default, and three others, one a namesake."""
+    home = warehouses[0][0]
     first, last = rng.choice(CUSTOMER_FIRST), rng.choice(CUSTOMER_LAST)
     tier = rng.choice(list(TIER_PERCENT))
     customer_id = f"C-{rng.randint(10000, 99999)}"
     email = f"{first.lower()}.{last.lower()}{rng.randint(2, 98)}@{rng.choice(MAIL_DOMAINS)}"
     labels = rng.sample(ADDRESS_LABELS, rng.randint(2, 3))
-    address_ids = [f"A-{n}" for n in _distinct(rng, len(labels), 1000, 9999)]
+    address_ids = [f"A-{n}" for n in distinct_ints(rng, 1000, 9999, len(labels))]
     addresses = []
     for index, (label, address_id) in enumerate(zip(labels, address_ids)):
         addresses.append({"address_id": address_id, "label": label, "default": index == 1,
                           "street": f"{rng.randint(10, 9899)} {rng.choice(STREETS)}", "city": rng.choice(CITIES),
                           "serving_warehouse": home if index == 0 else rng.choice([w[0] for w in warehouses])})
-    address_id = address_ids[0]
     rng.shuffle(addresses)
     customers = {customer_id: {"customer_id": customer_id, "name": f"{first} {last}", "email": email, "tier": tier,
                                "addresses": addresses}}
@@ -171,11 +187,15 @@ def _draft_shop_world(rng: ItemRng) -> dict[str, Any] | None:
                                               "default": True, "street": f"{rng.randint(10, 9899)} "
                                               f"{rng.choice(STREETS)}", "city": rng.choice(CITIES),
                                               "serving_warehouse": rng.choice([w[0] for w in warehouses])}]}
+    return {"customer_id": customer_id, "name": f"{first} {last}", "email": email, "tier": tier,
+            "label": labels[0], "address_ids": address_ids, "customers": customers}
 
-    # The catalogue: two active requested products, one discontinued one with a successor chain, and fillers.
+
+def _shop_catalogue(rng: ItemRng) -> tuple[dict[str, dict[str, Any]], list[str], list[str]] | None:
+    """Two active requested products, a discontinued one with a successor chain, and fillers; None on a price tie."""
     chain_length = rng.choice([1, 1, 2])  # discontinued links before the active successor
     categories = rng.sample(list(CATEGORY_NOUNS), 4)
-    skus = [f"SKU-{n}" for n in _distinct(rng, 9, 10000, 99999)]
+    skus = [f"SKU-{n}" for n in distinct_ints(rng, 10000, 99999, 9)]
     products: dict[str, dict[str, Any]] = {}
 
     def add(sku: str, category: str, name: str, status: str, replaced_by: str | None, price: int) -> None:
@@ -204,19 +224,15 @@ def _draft_shop_world(rng: ItemRng) -> dict[str, Any] | None:
         category = rng.choice(categories)
         add(sku, category, f"{rng.choice(BRANDS)} {rng.choice(CATEGORY_NOUNS[category])} {rng.randint(1, 6)}",
             rng.choice(["active", "active", "discontinued"]), None, price())
-    successor = chain[-1]
-    if products[successor]["list_price_cents"] == products[chain[0]]["list_price_cents"]:
+    if products[chain[-1]]["list_price_cents"] == products[chain[0]]["list_price_cents"]:
         return None
+    return products, active, chain
 
-    final = [active[0], active[1], successor]
-    quantity = {sku: rng.randint(1, 4) for sku in final}
-    for sku in chain[:-1]:
-        quantity[sku] = quantity[successor]
-    requested = [active[0], active[1], chain[0]]
-    rng.shuffle(requested)
-    short = rng.choice(final)  # the one line the serving warehouse cannot fill from available stock
 
-    # Stock: random everywhere, then the traps (reserved units at home, a tempting warehouse whose stock is reserved).
+def _shop_stock(rng: ItemRng, products: dict[str, Any], warehouses: list[tuple[str, str]], quantity: dict[str, int],
+                final: list[str], chain: list[str], short: str) -> dict[str, dict[str, dict[str, int]]]:
+    """Random stock everywhere, then the traps: reserved units at home, a tempting warehouse whose stock is reserved."""
+    home, trap_wh, near_wh, far_wh = (w[0] for w in warehouses)
     stock: dict[str, dict[str, dict[str, int]]] = {}
     for sku in products:
         stock[sku] = {}
@@ -244,26 +260,31 @@ def _draft_shop_world(rng: ItemRng) -> dict[str, Any] | None:
             enough(sku, home)
     for sku in chain[:-1]:
         enough(sku, home)  # ordering the discontinued product would go through without complaint
+    return stock
 
-    # Shipping rates per (warehouse, address): the tempting warehouse is the cheapest alternative.
+
+def _shop_rates(rng: ItemRng, warehouses: list[tuple[str, str]], address_ids: list[str],
+                far: tuple[str, str]) -> dict[str, list[int]]:
+    """Shipping rates per (warehouse, address); to the wanted address the tempting warehouse is the cheapest
+    alternative."""
     rates: dict[str, list[int]] = {}
     for addr in address_ids:
         for wh, _ in warehouses:
             zone = rng.randint(1, 5)
             rates[f"{wh}|{addr}"] = [300 + 200 * zone + rng.randint(0, 150), 50 + 45 * zone + rng.randint(0, 40)]
-    for wh, zone in ((home, 1), (trap_wh, 2), (near_wh, rng.randint(3, 5)), (far_wh, rng.randint(3, 5))):
-        rates[f"{wh}|{address_id}"] = [300 + 200 * zone + rng.randint(0, 150), 50 + 45 * zone + rng.randint(0, 40)]
-    short_weight = products[short]["weight_g"] * quantity[short]
-    cost = {wh: _shipping_cents(rates[f"{wh}|{address_id}"], short_weight) for wh in (trap_wh, near_wh, far_wh)}
-    if not cost[trap_wh] < min(cost[near_wh], cost[far_wh]) or abs(cost[near_wh] - cost[far_wh]) < 50:
-        return None
-    alternative = near_wh if cost[near_wh] < cost[far_wh] else far_wh
+    home, trap_wh = warehouses[0][0], warehouses[1][0]
+    for wh, zone in ((home, 1), (trap_wh, 2), (far[0], rng.randint(3, 5)), (far[1], rng.randint(3, 5))):
+        rates[f"{wh}|{address_ids[0]}"] = [300 + 200 * zone + rng.randint(0, 150),
+                                           50 + 45 * zone + rng.randint(0, 40)]
+    return rates
 
-    # Promotions: an expired generous one, a category percentage and a fixed amount whose validity varies.
-    lines = [(products[s]["category"], quantity[s], _unit_price(products[s]["list_price_cents"], tier)) for s in final]
+
+def _shop_promos(rng: ItemRng, today: date, tier: str, lines: list[tuple[str, int, int]], list_subtotal: int
+                 ) -> tuple[dict[str, dict[str, Any]], list[str], str, int] | None:
+    """An expired generous code, a category percentage and a fixed amount whose validity varies, plus decoys:
+    (promos, the customer's codes as shown, the best code, its discount), or None when the best barely wins."""
     subtotal = sum(q * u for _, q, u in lines)
-    list_subtotal = sum(quantity[s] * products[s]["list_price_cents"] for s in final)
-    promo_category = products[rng.choice(final)]["category"]
+    promo_category = rng.choice(lines)[0]
     percent = rng.randint(10, 25)
     category_base = sum(q * u for c, q, u in lines if c == promo_category)
     category_discount = (category_base * percent + 50) // 100
@@ -313,25 +334,7 @@ def _draft_shop_world(rng: ItemRng) -> dict[str, Any] | None:
                          "tiers": all_tiers, "expires": (today + timedelta(days=rng.randint(1, 90))).isoformat()}
     shown_codes = list(codes)
     rng.shuffle(shown_codes)
-
-    home_items = [s for s in final if s != short]
-    weight = sum(products[s]["weight_g"] * quantity[s] for s in home_items)
-    home_shipping = _shipping_cents(rates[f"{home}|{address_id}"], weight)
-    total = subtotal - outcomes[best] + home_shipping + cost[alternative]
-    first_quote, first_order = rng.randint(1000, 8999), rng.randint(10000, 89999)
-    state = {
-        "customers": customers,
-        "warehouses": {wh: {"warehouse_id": wh, "city": city} for wh, city in warehouses},
-        "products": products, "stock": stock, "promos": promos, "quotes": {}, "orders": {}}
-    plan = {
-        "shop": rng.choice(SHOPS), "customer_id": customer_id, "customer_name": f"{first} {last}", "email": email,
-        "label": labels[0], "address_id": address_id, "requested": requested, "chain": chain, "final": final,
-        "quantity": quantity, "short": short, "home": home, "candidates": sorted([near_wh, far_wh]),
-        "alternative": alternative, "codes": shown_codes, "best": best, "discount": outcomes[best],
-        "total": total, "warehouse_of": {s: (alternative if s == short else home) for s in final},
-        "home_items": home_items}
-    return {"state": state, "today": today, "rates": rates, "first_quote": first_quote, "first_order": first_order,
-            "plan": plan}
+    return promos, shown_codes, best, outcomes[best]
 
 
 class ShopEnv(Environment):
@@ -556,12 +559,32 @@ class ShopEnv(Environment):
         return {"order_id": order["order_id"], "status": "cancelled"}
 
 
+SHOP_CHECKS = (
+    Check("single_order", "No more than one order is left placed (a duplicate order is a harmful side effect).",
+          guard=True),
+    Check("order_placed", "Exactly one placed order, for the right customer."),
+    Check("delivery_address", "The order goes to the address the customer named, not the default."),
+    Check("products", "The order holds the successor of the discontinued product and the other products, in "
+                      "the requested quantities."),
+    Check("warehouses", "Every line ships whole from the policy's warehouse and nothing is backordered."),
+    Check("promotion", "The best valid promo code is applied."),
+    Check("answer", "The answer names the order id and its correct total."),
+)
+
+
 def order_fulfilment(rng: ItemRng) -> AgTask:
     """Place one customer order across separate services under a fulfilment policy full of traps."""
     world = _shop_world(rng)
+    reference, wasteful = _shop_scripts(world)
+    return AgTask(_shop_prompt(world), lambda: ShopEnv(world), SHOP_CHECKS,
+                  lambda env, answer: _check_shop(world["plan"], env, answer), reference, wasteful)
+
+
+def _shop_prompt(world: dict[str, Any]) -> str:
+    """The customer's request and the fulfilment policy."""
     plan, products = world["plan"], world["state"]["products"]
     request_lines = "\n".join(f"  - {plan['quantity'][s]} x {products[s]['name']} ({s})" for s in plan["requested"])
-    prompt = (
+    return (
         f"You run the order desk at {plan['shop']}. Today is {world['today'].isoformat()}. A customer writes:\n\n"
         f"  \"Hello, this is {plan['customer_name']} ({plan['email']}). Please send me:\n{request_lines}\n"
         f"  to my {plan['label']} address. I have these promo codes: {', '.join(plan['codes'])}. Use whichever "
@@ -582,43 +605,27 @@ def order_fulfilment(rng: ItemRng) -> AgTask:
         "(for example \"SO-12345, $678.90\")."
     )
 
-    def make_env() -> ShopEnv:
-        return ShopEnv(world)
 
-    checks = (
-        Check("single_order", "No more than one order is left placed (a duplicate order is a harmful side effect).",
-              guard=True),
-        Check("order_placed", "Exactly one placed order, for the right customer."),
-        Check("delivery_address", "The order goes to the address the customer named, not the default."),
-        Check("products", "The order holds the successor of the discontinued product and the other products, in "
-                          "the requested quantities."),
-        Check("warehouses", "Every line ships whole from the policy's warehouse and nothing is backordered."),
-        Check("promotion", "The best valid promo code is applied."),
-        Check("answer", "The answer names the order id and its correct total."),
-    )
-
-    def evaluate(env: Environment, answer: str | None) -> dict[str, bool]:
-        placed = [o for o in env.state["orders"].values() if o["status"] == "placed"]
-        order = placed[0] if len(placed) == 1 and placed[0]["customer_id"] == plan["customer_id"] else None
-        lines = {} if order is None else {item["sku"]: (item["quantity"], shipment["warehouse_id"], item["backordered"])
-                                           for shipment in order["shipments"] for item in shipment["items"]}
-        text = answer or ""
-        return {
-            "single_order": len(placed) <= 1,
-            "order_placed": order is not None,
-            "delivery_address": order is not None and order["address_id"] == plan["address_id"],
-            "products": order is not None and {s: v[0] for s, v in lines.items()} == {
-                s: plan["quantity"][s] for s in plan["final"]},
-            "warehouses": order is not None and {s: v[1:] for s, v in lines.items()} == {
-                s: (plan["warehouse_of"][s], 0) for s in plan["final"]},
-            "promotion": order is not None and order["promo_code"] == plan["best"]
-                         and order["promo_discount_cents"] == plan["discount"],
-            "answer": order is not None and _mentions(text, order["order_id"])
-                      and plan["total"] in _amounts_in_cents(text),
-        }
-
-    reference, wasteful = _shop_scripts(world)
-    return AgTask(prompt, make_env, checks, evaluate, reference, wasteful)
+def _check_shop(plan: dict[str, Any], env: Environment, answer: str | None) -> dict[str, bool]:
+    """The shop's checks on the placed order and the answer."""
+    placed = [o for o in env.state["orders"].values() if o["status"] == "placed"]
+    order = placed[0] if len(placed) == 1 and placed[0]["customer_id"] == plan["customer_id"] else None
+    lines = {} if order is None else {item["sku"]: (item["quantity"], shipment["warehouse_id"], item["backordered"])
+                                       for shipment in order["shipments"] for item in shipment["items"]}
+    text = answer or ""
+    return {
+        "single_order": len(placed) <= 1,
+        "order_placed": order is not None,
+        "delivery_address": order is not None and order["address_id"] == plan["address_id"],
+        "products": order is not None and {s: v[0] for s, v in lines.items()} == {
+            s: plan["quantity"][s] for s in plan["final"]},
+        "warehouses": order is not None and {s: v[1:] for s, v in lines.items()} == {
+            s: (plan["warehouse_of"][s], 0) for s in plan["final"]},
+        "promotion": order is not None and order["promo_code"] == plan["best"]
+                     and order["promo_discount_cents"] == plan["discount"],
+        "answer": order is not None and mentions(text, order["order_id"], ALNUM)
+                  and plan["total"] in cents_in(text),
+    }
 
 
 def _shop_scripts(world: dict[str, Any]) -> tuple[tuple[Call, ...], tuple[Call, ...]]:
@@ -647,7 +654,7 @@ def _shop_scripts(world: dict[str, Any]) -> tuple[tuple[Call, ...], tuple[Call, 
     best = Call("create_order", {**order, "promo_code": plan["best"]})
 
     def submit(order_number: int) -> Call:
-        return Call("submit", {"answer": f"SO-{order_number}, {_dollars(plan['total'])}"})
+        return Call("submit", {"answer": f"SO-{order_number}, {dollars(plan['total'])}"})
 
     reference = (*reads, *quotes, best, submit(first_order))
     wasteful = (reads[0], reads[0], *reads[1:4], reads[3], *reads[4:], *quotes,
@@ -696,6 +703,36 @@ def _base_username(first: str, last: str) -> str:
     return _ascii_letters(first)[:1] + _ascii_letters(last)
 
 
+class _Directory:
+    """The accounts and HR records of a drawn company, filled one person at a time."""
+
+    def __init__(self, rng: ItemRng, today: date, employee_ids: list[str]):
+        self.rng, self.today, self.employee_ids = rng, today, employee_ids
+        self.accounts: dict[str, dict[str, Any]] = {}
+        self.people: dict[str, dict[str, Any]] = {}  # HR records
+
+    def add_account(self, username: str, first: str, surname: str, department: str, status: str = "active") -> str:
+        """An account and its HR record for an existing employee; returns the username."""
+        employee_id = self.employee_ids.pop()
+        self.accounts[username] = {"username": username, "display_name": f"{first} {surname}",
+                                   "employee_id": employee_id, "department": department, "manager": None,
+                                   "status": status, "expires": None, "out_of_office": False, "delegate": None}
+        self.people[employee_id] = {
+            "employee_id": employee_id, "legal_first_name": first, "legal_last_name": surname,
+            "preferred_first_name": None, "employment_type": "employee", "contract_end": None,
+            "department": department, "role": None, "manager_employee_id": None,
+            "start_date": (self.today - timedelta(days=self.rng.randint(60, 3000))).isoformat()}
+        return username
+
+    def free_username(self, first: str, surname: str) -> str:
+        """The policy's username for a name: the base, numbered from 2 when taken."""
+        base = _base_username(first, surname)
+        n = 1
+        while (base if n == 1 else f"{base}{n}") in self.accounts:
+            n += 1
+        return base if n == 1 else f"{base}{n}"
+
+
 def _access_world(rng: ItemRng) -> dict[str, Any]:
     """A seeded directory, HR system, group catalogue and ticket queue around one new starter."""
     company = rng.choice(COMPANIES)
@@ -708,58 +745,81 @@ def _access_world(rng: ItemRng) -> dict[str, Any]:
     contractor = rng.randint(0, 9) < 6
     start = today + timedelta(days=rng.randint(3, 20))
     contract_end = (start + timedelta(days=rng.randint(90, 400))).isoformat() if contractor else None
-    employee_ids = [f"E-{n}" for n in _distinct(rng, 40, 10000, 99999)]
+    employee_ids = [f"E-{n}" for n in distinct_ints(rng, 10000, 99999, 40)]
     hire_id = employee_ids.pop()
+    directory = _Directory(rng, today, employee_ids)
+    base, username = _namesake_accounts(rng, directory, legal_first, last)
+    manager_name, managers, manager, staff = _staff_accounts(rng, directory)
+    groups, members, roles = _access_groups(rng, directory, staff, managers)
+    accounts, people = directory.accounts, directory.people
 
-    accounts: dict[str, dict[str, Any]] = {}
-    people: dict[str, dict[str, Any]] = {}  # HR records
+    role = f"ROLE-{''.join(w[0] for w in hr_department.split())}-{rng.randint(1, 4)}"
+    profile = [roles["with_prerequisite"], roles["retired"], roles["with_approval"]]
+    rng.shuffle(profile)
+    people[hire_id] = {"employee_id": hire_id, "legal_first_name": legal_first, "legal_last_name": last,
+                       "preferred_first_name": preferred, "employment_type": "contractor" if contractor else "employee",
+                       "contract_end": contract_end, "department": hr_department, "role": role,
+                       "manager_employee_id": accounts[manager]["employee_id"], "start_date": start.isoformat()}
+    ticket_id = f"IT-{rng.randint(1000, 9999)}"
+    extra = roles["extra"]
+    description = (f"New starter {preferred} {last} (HR id {hire_id}) joins {ticket_department} on "
+                   f"{start.isoformat()} as role {role}. Manager: {manager_name}. Please set up "
+                   f"the standard access for {role}. {preferred}'s manager also asked for {extra} "
+                   f"({groups[extra]['description'].lower()}).")
+    tickets = {ticket_id: {"ticket_id": ticket_id, "title": f"Onboarding: {preferred} {last}", "status": "open",
+                           "opened_by": manager, "description": description}}
 
-    def add_account(username: str, first: str, surname: str, department: str, status: str = "active") -> str:
-        employee_id = employee_ids.pop()
-        accounts[username] = {"username": username, "display_name": f"{first} {surname}", "employee_id": employee_id,
-                              "department": department, "manager": None, "status": status, "expires": None,
-                              "out_of_office": False, "delegate": None}
-        people[employee_id] = {"employee_id": employee_id, "legal_first_name": first, "legal_last_name": surname,
-                               "preferred_first_name": None, "employment_type": "employee", "contract_end": None,
-                               "department": department, "role": None, "manager_employee_id": None,
-                               "start_date": (today - timedelta(days=rng.randint(60, 3000))).isoformat()}
-        return username
+    expected_groups = [roles["prerequisite"], roles["with_prerequisite"], roles["successor"],
+                       roles["with_approval"]] + ([] if contractor else [extra])
+    state = {"accounts": accounts, "hr": people, "groups": groups, "members": members,
+             "roles": {role: {"role": role, "department": hr_department, "groups": profile}},
+             "tickets": tickets, "requests": {}}
+    plan = {"company": company, "ticket_id": ticket_id, "hire_id": hire_id, "base": base, "username": username,
+            "department": hr_department, "manager": manager, "namesake": next(m for m in managers if m != manager),
+            "contract_end": contract_end, "contractor": contractor, "role": role, "profile": profile,
+            "extra": extra, "prerequisite": roles["prerequisite"], "successor": roles["successor"],
+            "approval_groups": roles["approval_groups"], "approver": roles["approver"],
+            "owners": {g: groups[g]["owner"] for g in roles["approval_groups"]}, "expected_groups": expected_groups}
+    return {"state": state, "today": today, "first_request": rng.randint(100, 899), "plan": plan}
 
-    def free_username(first: str, surname: str) -> str:
-        base = _base_username(first, surname)
-        n = 1
-        while (base if n == 1 else f"{base}{n}") in accounts:
-            n += 1
-        return base if n == 1 else f"{base}{n}"
 
-    # Usernames that collide with the new starter's: taken by disabled and active accounts of namesakes.
+def _namesake_accounts(rng: ItemRng, directory: _Directory, legal_first: str, last: str) -> tuple[str, str]:
+    """Accounts of namesakes, disabled and active, that take the new starter's first usernames; returns the base
+    username and the first free one."""
     base = _base_username(legal_first, last)
     taken_numbers = rng.choice([[1], [1, 2], [1, 3], [1, 2, 4], [1, 2, 3]])
     initial = base[0]
     namesake_firsts = [f for f in STAFF_FIRST if _ascii_letters(f)[0] == initial] or [initial.upper() + "."]
     for n in taken_numbers:
         username = base if n == 1 else f"{base}{n}"
-        add_account(username, rng.choice(namesake_firsts), last, rng.choice(DEPARTMENTS),
-                    "disabled" if n == 1 or rng.randint(0, 2) == 0 else "active")
-    username = next(f"{base}{n}" if n > 1 else base for n in range(1, 10) if n not in taken_numbers)
+        directory.add_account(username, rng.choice(namesake_firsts), last, rng.choice(DEPARTMENTS),
+                              "disabled" if n == 1 or rng.randint(0, 2) == 0 else "active")
+    return base, next(f"{base}{n}" if n > 1 else base for n in range(1, 10) if n not in taken_numbers)
 
-    # The manager has a namesake in the directory; HR's employee id tells them apart.
+
+def _staff_accounts(rng: ItemRng, directory: _Directory) -> tuple[str, list[str], str, list[str]]:
+    """The manager and a namesake of theirs (HR's employee id tells them apart), and ten other staff: returns the
+    manager's name, both managers' usernames, the manager's, and the staff's."""
     manager_first, manager_last = rng.choice(STAFF_FIRST), rng.choice(STAFF_LAST)
     managers = []
     for _ in range(2):
-        managers.append(add_account(free_username(manager_first, manager_last), manager_first, manager_last,
-                                    rng.choice(DEPARTMENTS)))
+        managers.append(directory.add_account(directory.free_username(manager_first, manager_last), manager_first,
+                                              manager_last, rng.choice(DEPARTMENTS)))
     manager = rng.choice(managers)
-
     staff = []
     while len(staff) < 10:
         first, surname = rng.choice(STAFF_FIRST), rng.choice(STAFF_LAST)
         if f"{first} {surname}" == f"{manager_first} {manager_last}":
             continue
-        staff.append(add_account(free_username(first, surname), first, surname, rng.choice(DEPARTMENTS)))
+        staff.append(directory.add_account(directory.free_username(first, surname), first, surname,
+                                           rng.choice(DEPARTMENTS)))
+    return f"{manager_first} {manager_last}", managers, manager, staff
 
-    # Groups: the role profile holds one group with a prerequisite, one retired group and one approval group;
-    # the ticket adds an employees-only group.
+
+def _access_groups(rng: ItemRng, directory: _Directory, staff: list[str], managers: list[str]
+                   ) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, bool]], dict[str, Any]]:
+    """The groups (the role's profile holds one with a prerequisite, a retired one and an approval one; the ticket
+    adds an employees-only one; one approval owner is away with a delegate), their members and each group's part."""
     chosen = rng.sample(GROUP_POOL, 7)
     gids = [f"grp-{name}" for name, _ in chosen]
     prerequisite, with_prerequisite, retired, with_approval, extra = gids[:5]
@@ -780,39 +840,15 @@ def _access_world(rng: ItemRng) -> dict[str, Any]:
     away = rng.choice(approval_groups)
     away_owner = groups[away]["owner"]
     delegate = rng.choice([s for s in staff if s not in (groups[successor]["owner"], groups[with_approval]["owner"])])
-    accounts[away_owner].update(out_of_office=True, delegate=delegate)
+    directory.accounts[away_owner].update(out_of_office=True, delegate=delegate)
     approver = {g: delegate if g == away else groups[g]["owner"] for g in approval_groups}
     members = {gid: {} for gid in groups}
     for gid in members:
         for member in rng.sample(staff + managers, rng.randint(2, 5)):
             members[gid][member] = True
-
-    role = f"ROLE-{''.join(w[0] for w in hr_department.split())}-{rng.randint(1, 4)}"
-    profile = [with_prerequisite, retired, with_approval]
-    rng.shuffle(profile)
-    people[hire_id] = {"employee_id": hire_id, "legal_first_name": legal_first, "legal_last_name": last,
-                       "preferred_first_name": preferred, "employment_type": "contractor" if contractor else "employee",
-                       "contract_end": contract_end, "department": hr_department, "role": role,
-                       "manager_employee_id": accounts[manager]["employee_id"], "start_date": start.isoformat()}
-    ticket_id = f"IT-{rng.randint(1000, 9999)}"
-    description = (f"New starter {preferred} {last} (HR id {hire_id}) joins {ticket_department} on "
-                   f"{start.isoformat()} as role {role}. Manager: {manager_first} {manager_last}. Please set up "
-                   f"the standard access for {role}. {preferred}'s manager also asked for {extra} "
-                   f"({groups[extra]['description'].lower()}).")
-    tickets = {ticket_id: {"ticket_id": ticket_id, "title": f"Onboarding: {preferred} {last}", "status": "open",
-                           "opened_by": manager, "description": description}}
-
-    expected_groups = [prerequisite, with_prerequisite, successor, with_approval] + ([] if contractor else [extra])
-    state = {"accounts": accounts, "hr": people, "groups": groups, "members": members,
-             "roles": {role: {"role": role, "department": hr_department, "groups": profile}},
-             "tickets": tickets, "requests": {}}
-    plan = {"company": company, "ticket_id": ticket_id, "hire_id": hire_id, "base": base, "username": username,
-            "department": hr_department, "manager": manager, "namesake": next(m for m in managers if m != manager),
-            "contract_end": contract_end, "contractor": contractor, "role": role, "profile": profile,
-            "extra": extra, "prerequisite": prerequisite, "successor": successor, "approval_groups": approval_groups,
-            "approver": approver, "owners": {g: groups[g]["owner"] for g in approval_groups},
-            "expected_groups": expected_groups}
-    return {"state": state, "today": today, "first_request": rng.randint(100, 899), "plan": plan}
+    return groups, members, {"prerequisite": prerequisite, "with_prerequisite": with_prerequisite,
+                             "retired": retired, "with_approval": with_approval, "extra": extra,
+                             "successor": successor, "approval_groups": approval_groups, "approver": approver}
 
 
 class DirectoryEnv(Environment):
@@ -1012,12 +1048,30 @@ class DirectoryEnv(Environment):
         return {"group_id": group["group_id"], "username": account["username"], "member": False}
 
 
+ACCESS_CHECKS = (
+    Check("others_untouched", "No existing account or existing membership was changed.", guard=True),
+    Check("account", "Exactly one account for the new starter, with the policy's username."),
+    Check("account_fields", "The account's department, manager and expiry follow HR and the policy."),
+    Check("groups", "The account is in exactly the profile's groups (successor for the retired one), the "
+                    "prerequisite and, for an employee only, the extra group."),
+    Check("approvals", "Every approval group has an approved request from the right approver citing the ticket."),
+    Check("answer", "The answer names the new username."),
+)
+
+
 def access_provisioning(rng: ItemRng) -> AgTask:
     """Provision a new starter's account and group access across HR, directory, access and ticketing services."""
     world = _access_world(rng)
-    plan, initial = world["plan"], world["state"]
-    prompt = (
-        f"You are the IT access administrator at {world['plan']['company']}. Today is {world['today'].isoformat()}. "
+    reference, wasteful = _access_scripts(world)
+    return AgTask(_access_prompt(world), lambda: DirectoryEnv(world), ACCESS_CHECKS,
+                  lambda env, answer: _check_access(world, env, answer), reference, wasteful)
+
+
+def _access_prompt(world: dict[str, Any]) -> str:
+    """The ticket to work and the provisioning policy."""
+    plan = world["plan"]
+    return (
+        f"You are the IT access administrator at {plan['company']}. Today is {world['today'].isoformat()}. "
         f"Ticket {plan['ticket_id']} asks you to set up a new starter. Work from the ticket, and treat the HR record "
         "as the source of truth for the person's legal name, department, manager and employment type.\n\n"
         "Provisioning policy:\n"
@@ -1036,44 +1090,30 @@ def access_provisioning(rng: ItemRng) -> AgTask:
         "When you are done, call submit with the new account's username."
     )
 
-    def make_env() -> DirectoryEnv:
-        return DirectoryEnv(world)
 
-    checks = (
-        Check("others_untouched", "No existing account or existing membership was changed.", guard=True),
-        Check("account", "Exactly one account for the new starter, with the policy's username."),
-        Check("account_fields", "The account's department, manager and expiry follow HR and the policy."),
-        Check("groups", "The account is in exactly the profile's groups (successor for the retired one), the "
-                        "prerequisite and, for an employee only, the extra group."),
-        Check("approvals", "Every approval group has an approved request from the right approver citing the ticket."),
-        Check("answer", "The answer names the new username."),
-    )
-
-    def evaluate(env: Environment, answer: str | None) -> dict[str, bool]:
-        state = env.state
-        old = initial["accounts"]
-        untouched = all(state["accounts"].get(name) == account for name, account in old.items()) and all(
-            {m for m in state["members"][gid] if m in old} == set(members)
-            for gid, members in initial["members"].items())
-        mine = [a for a in state["accounts"].values() if a["employee_id"] == plan["hire_id"]]
-        account = mine[0] if len(mine) == 1 else None
-        name = account["username"] if account else None
-        requests = [r for r in state["requests"].values() if r["username"] == name and r["status"] == "approved"]
-        return {
-            "others_untouched": untouched,
-            "account": account is not None and name == plan["username"],
-            "account_fields": account is not None and account["department"] == plan["department"]
-                              and account["manager"] == plan["manager"] and account["expires"] == plan["contract_end"],
-            "groups": account is not None and sorted(g for g, m in state["members"].items() if name in m) == sorted(
-                plan["expected_groups"]),
-            "approvals": account is not None and all(
-                any(r["group_id"] == g and r["approver"] == plan["approver"][g] and r["ticket_id"] == plan["ticket_id"]
-                    for r in requests) for g in plan["approval_groups"]),
-            "answer": _mentions(answer or "", plan["username"]),
-        }
-
-    reference, wasteful = _access_scripts(world)
-    return AgTask(prompt, make_env, checks, evaluate, reference, wasteful)
+def _check_access(world: dict[str, Any], env: Environment, answer: str | None) -> dict[str, bool]:
+    """The provisioning checks on the directory and the answer."""
+    plan, initial, state = world["plan"], world["state"], env.state
+    old = initial["accounts"]
+    untouched = all(state["accounts"].get(name) == account for name, account in old.items()) and all(
+        {m for m in state["members"][gid] if m in old} == set(members)
+        for gid, members in initial["members"].items())
+    mine = [a for a in state["accounts"].values() if a["employee_id"] == plan["hire_id"]]
+    account = mine[0] if len(mine) == 1 else None
+    name = account["username"] if account else None
+    requests = [r for r in state["requests"].values() if r["username"] == name and r["status"] == "approved"]
+    return {
+        "others_untouched": untouched,
+        "account": account is not None and name == plan["username"],
+        "account_fields": account is not None and account["department"] == plan["department"]
+                          and account["manager"] == plan["manager"] and account["expires"] == plan["contract_end"],
+        "groups": account is not None and sorted(g for g, m in state["members"].items() if name in m) == sorted(
+            plan["expected_groups"]),
+        "approvals": account is not None and all(
+            any(r["group_id"] == g and r["approver"] == plan["approver"][g] and r["ticket_id"] == plan["ticket_id"]
+                for r in requests) for g in plan["approval_groups"]),
+        "answer": mentions(answer or "", plan["username"], ALNUM),
+    }
 
 
 def _access_scripts(world: dict[str, Any]) -> tuple[tuple[Call, ...], tuple[Call, ...]]:
