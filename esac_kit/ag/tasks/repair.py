@@ -1,8 +1,10 @@
 """Software repair: a small generated Python project with seeded bugs, repaired through file tools and judged by
-hidden tests (never shown) plus the original visible tests, all run in the sandbox against the final sources."""
+hidden tests (never shown) plus the original visible tests, probed in the sandbox against the final sources and
+decided in the kit's process (esac_kit.ag.probes), where the expected values stay."""
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import secrets
@@ -11,6 +13,7 @@ from dataclasses import dataclass, field
 
 from esac_kit.ag.answers import dollars
 from esac_kit.ag.env import Environment, ToolError, tool
+from esac_kit.ag.probes import ProbedTests, ProbeRun, run_probes, split_tests
 from esac_kit.ag.task import AgTask, Call, Check
 from esac_kit.rng import ItemRng
 from esac_kit.sandbox import run_python
@@ -307,10 +310,16 @@ class Project:
         """What the model starts from: documents, buggy modules and visible tests."""
         return {**self.documents, **self.sources(), **self.visible}
 
-    def judge(self, files: dict[str, str]) -> TestRun:
-        """Run the original visible tests and the hidden tests against the top-level modules of `files`."""
+    @functools.cached_property
+    def probed(self) -> list[ProbedTests]:
+        """The original visible tests and the hidden tests as probes: their expected values stay in the kit."""
+        return [split_tests(path, source) for path, source in {**self.visible, HIDDEN_PATH: self.hidden}.items()]
+
+    def judge(self, files: dict[str, str]) -> ProbeRun:
+        """Probe the top-level modules of `files` with the original visible and the hidden tests; the kit, not the
+        sandbox, compares what came back with the expected values."""
         sources = {p: s for p, s in files.items() if p.endswith(".py") and "/" not in p}
-        return run_project_tests({**sources, **self.visible, HIDDEN_PATH: self.hidden})
+        return run_probes(sources, self.probed)
 
 
 HIDDEN_PATH = "tests/test_hidden_checks.py"
@@ -369,11 +378,15 @@ def _scan(rng: ItemRng, low: int, high: int, fits) -> int:
     raise RuntimeError("no value fits")
 
 
-def _names_answer_ok(answer: str | None, bugs: list[Bug]) -> bool:
-    """True when the answer names what was changed for every planted bug (any accepted spelling)."""
+def _names_answer_ok(answer: str | None, bugs: list[Bug], decoys: list[str] = ()) -> bool:
+    """True when the answer names what was changed for every planted bug (any accepted spelling) and names no
+    decoy: a list of every candidate must not pass."""
     text = (answer or "").lower()
-    return bool(text) and all(any(re.search(r"(?<![\w])" + re.escape(n.lower()) + r"(?![\w])", text)
-                                  for n in bug.names) for bug in bugs)
+
+    def named(name: str) -> bool:
+        return re.search(r"(?<![\w])" + re.escape(name.lower()) + r"(?![\w])", text) is not None
+
+    return bool(text) and all(any(named(n) for n in bug.names) for bug in bugs) and not any(map(named, decoys))
 
 
 def _assemble(project: Project, prompt: str, reading: list[str], answer: str, answer_ok,
@@ -756,7 +769,9 @@ def _billing_project(rng: ItemRng) -> tuple[Project, dict[str, object]]:
     project = Project(modules=modules, bugs=planted, documents={"SPEC.md": spec},
                       visible={t.path: t.source() for t in tests}, visible_ids=[i for t in tests for i in t.ids()],
                       hidden=hidden.source(), hidden_groups=groups)
-    return project, {"company": billing.company, "project": billing.project_name, "unseen": unseen}
+    decoys = [name for key in sorted(bugs) if key not in planted_keys for name in bugs[key].names]
+    return project, {"company": billing.company, "project": billing.project_name, "unseen": unseen,
+                     "decoys": decoys}
 
 
 def _billing_sources(billing: _Billing) -> tuple[dict[str, str], str]:
@@ -991,8 +1006,9 @@ def billing_spec(rng: ItemRng) -> AgTask:
     prompt = _billing_prompt(facts, rng.randint(1000, 9999))
     answer = ", ".join(bug.names[0] for bug in project.bugs)
     return _assemble(project, prompt, ["SPEC.md", *_BILLING_MODULES], answer,
-                     lambda submitted: _names_answer_ok(submitted, project.bugs),
-                     "the answer names, as module.name, every function or constant that held a bug")
+                     lambda submitted: _names_answer_ok(submitted, project.bugs, facts["decoys"]),
+                     "the answer names, as module.name, every function or constant that held a bug, and none of "
+                     "the project's other candidates")
 
 
 def _billing_prompt(facts: dict[str, object], ticket: int) -> str:
