@@ -10,6 +10,7 @@ from pydantic import ValidationError
 from esac_kit.artefacts import REPORT_FILE
 from esac_kit.errors import ConfigError
 from esac_kit.report import Report
+from esac_kit.version import major_of
 
 
 def load_report(folder: Path) -> Report:
@@ -23,21 +24,16 @@ def load_report(folder: Path) -> Report:
         raise ConfigError(f"{path}: not a report of this kit: {error.errors()[0]['msg']}") from None
 
 
-def major(version: str) -> int:
-    """The major part of a suite version."""
-    return int(version.split(".")[0])
-
-
 def comparability(a: Report, b: Report) -> list[str]:
     """Notes on what differs between two comparable runs; raises ConfigError when they are not comparable."""
     if a.suite != b.suite:
         raise ConfigError(f"runs of different suites ({a.suite}, {b.suite}) are not comparable")
-    if major(a.version) != major(b.version):
+    if major_of(a.version) != major_of(b.version):
         raise ConfigError(f"{a.suite.upper()} {a.version} and {b.version} differ in major version: their scores "
                           f"measure different things and are never compared (amendment 001 §9)")
     notes = []
     if a.version != b.version:
-        notes.append(f"minor versions differ ({a.version}, {b.version}): comparable within major {major(a.version)}")
+        notes.append(f"minor versions differ ({a.version}, {b.version}): comparable within major {major_of(a.version)}")
     a_items = {i.item_id: i.instance_sha256 for i in a.items}
     b_items = {i.item_id: i.instance_sha256 for i in b.items}
     shared = sorted(set(a_items) & set(b_items))
@@ -80,7 +76,7 @@ def leaderboard(reports_dir: Path) -> pd.DataFrame:
             report = Report.model_validate_json(path.read_text(encoding="utf-8"))
         except (OSError, ValidationError):
             continue  # not a report of this kit (or a half-written one): the table lists what it can read
-        rows.append({"suite": report.suite, "major": major(report.version), "version": report.version,
+        rows.append({"suite": report.suite, "major": major_of(report.version), "version": report.version,
                      "model": report.model.name, "judge": report.judge.name if report.judge else "-",
                      "pool": report.pool.split(" (")[0], "official": report.official, "total": report.total,
                      "max": report.max_total, "pass": report.passed, "run": report.run_id,

@@ -22,6 +22,7 @@ from pydantic import BaseModel
 from esac_kit.errors import ConfigError
 from esac_kit.kinds import kind_of
 from esac_kit.suite import Suite
+from esac_kit.version import Version
 
 VERSIONS_FILE = "versions.toml"
 # The code that decides a score; generators are content, since they make instances and their keys together.
@@ -144,8 +145,7 @@ def required_bump(old: Fingerprints, new: Fingerprints) -> str | None:
 
 def bumped(version: str, bump: str) -> str:
     """The next version for a bump class."""
-    major, minor = (int(p) for p in version.split("."))
-    return f"{major + 1}.0" if bump == "major" else f"{major}.{minor + 1}"
+    return str(Version.parse(version).bumped(bump))
 
 
 def check_versions(suite: Suite) -> list[str]:

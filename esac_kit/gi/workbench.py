@@ -20,6 +20,7 @@ from esac_kit.errors import ConfigError
 from esac_kit.kinds import kind_of
 from esac_kit.schemas import ItemSpec, Rubric, Variant
 from esac_kit.suite import Suite
+from esac_kit.version import major_of
 
 
 def judged_items(suite: Suite) -> list[str]:
@@ -87,7 +88,7 @@ class RubricBump:
         return (f"A rubric change is a scoring change (amendment 001 §9: rubric criteria and weights are part of "
                 f"the scoring fingerprint, {self.scoring_before} → {self.scoring_after}), so it needs a major "
                 f"bump: release it as {self.next_version} with `esac-kit fingerprints --release` after saving. Scores "
-                f"of {self.next_version} are never compared with {self.recorded.split('.')[0]}.x.")
+                f"of {self.next_version} are never compared with {major_of(self.recorded)}.x.")
 
 
 def rubric_bump(suite: Suite, item_id: str, rubric: Rubric) -> RubricBump:
