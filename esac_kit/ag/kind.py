@@ -9,6 +9,7 @@ import json
 from collections import Counter
 from collections.abc import Iterator
 
+from esac_kit.ag.distribution import DISTRIBUTIONS  # noqa: F401  the loader reads the pins here (amendment 001 §1)
 from esac_kit.ag.episode import Efficiency, modifier
 from esac_kit.ag.policies import POLICIES, script_for, scripted_answer
 from esac_kit.ag.task import script_json

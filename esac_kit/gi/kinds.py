@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 
+from esac_kit.gi.distribution import DISTRIBUTIONS  # noqa: F401  the loader reads the pins here (amendment 001 §6)
 from esac_kit.gi.judge import JUDGE_REPLICATES, MODEL_REPLICATES, TEMPLATE_VERSION, judge_response
 from esac_kit.gi.scoring import score_response, score_verdict
 from esac_kit.gi.verifiable import CHECKS, REQUIRED_PARAMS
