@@ -220,15 +220,23 @@ def cmd_fingerprints(args: argparse.Namespace) -> int:
 
     suite = _suite(args)
     now, latest = compute(suite), read_versions(suite)[-1]
-    print(f"{suite.manifest.name} {suite.manifest.version}: content {now.content}, scoring {now.scoring}")
-    print(f"recorded {latest.version} ({latest.change}): content {latest.content}, scoring {latest.scoring}")
+    print(f"{suite.manifest.name} {suite.manifest.version}: content {now.content}, scoring {now.scoring}, "
+          f"instances {now.instances}")
+    print(f"recorded {latest.version} ({latest.change}): content {latest.content}, scoring {latest.scoring}, "
+          f"instances {latest.instances}")
     if args.release:
-        changelog = Path(__file__).resolve().parent.parent / "specs" / f"esac-{suite.manifest.suite}.md"
-        record = release(suite, changelog)
-        print(f"released {record.version} ({record.change}); describe it in {changelog}" if record
-              else "nothing changed: no release")
+        # the specs beside the items folder: a copy of items/ elsewhere has none, so its release writes no changelog
+        changelog = suite.folder.parent.parent / "specs" / f"esac-{suite.manifest.suite}.md"
+        record = release(suite, changelog, major=args.major)
+        if record is None:
+            print("nothing changed: no release")
+        else:
+            print(f"released {record.version} ({record.change}); "
+                  + (f"describe it in {changelog}" if changelog.is_file() else f"no changelog at {changelog}"))
         return 0
-    problems = check_versions(suite)
+    if args.major:
+        raise ConfigError("--major goes with --release: `esac-kit fingerprints --release --major`")
+    problems = check_versions(suite, now)
     for problem in problems:
         print(f"PROBLEM: {problem}")
     if problems:
@@ -323,6 +331,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     prints = commands.add_parser("fingerprints", parents=[common], help="content and scoring fingerprints")
     prints.add_argument("--release", action="store_true", help="record the current suite as a new version")
+    prints.add_argument("--major", action="store_true", help="with --release: record a major bump whatever changed")
     prints.set_defaults(handler=cmd_fingerprints)
 
     compare = commands.add_parser("compare", help="paired comparison of two runs")

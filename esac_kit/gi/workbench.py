@@ -93,15 +93,17 @@ class RubricBump:
 
 def rubric_bump(suite: Suite, item_id: str, rubric: Rubric) -> RubricBump:
     """The version bump an edited rubric requires, from the content and scoring fingerprints."""
-    from esac_kit.fingerprints import Fingerprints, bumped, compute, read_versions, required_bump
+    from esac_kit.fingerprints import compute, read_versions, required_bump
+    from esac_kit.version import Version
 
     edited = Suite(suite.manifest, tuple(with_rubric(i, rubric) if i.id == item_id else i for i in suite.items),
                    suite.folder)
     before, after = compute(suite), compute(edited)
     latest = read_versions(suite)[-1]
-    release = required_bump(Fingerprints(latest.content, latest.scoring), after)
+    release = required_bump(latest.fingerprints, after)
     return RubricBump(required_bump(before, after), release, latest.version,
-                      bumped(latest.version, release) if release else None, before.scoring, after.scoring)
+                      str(Version.parse(latest.version).bumped(release)) if release else None, before.scoring,
+                      after.scoring)
 
 
 def save_rubric(suite: Suite, item_id: str, rubric: Rubric) -> Path:
