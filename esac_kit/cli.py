@@ -119,6 +119,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             raise ConfigError(f"{folder}: run of {config.suite} {config.version} cannot resume under "
                               f"{suite.manifest.version}")
         pool = pool_for(config, suite, args.heldout_seed_file)
+        _official_or_refuse(args, config)
         print(f"resuming {folder}", flush=True)
     else:
         suite = _suite(args)
@@ -131,6 +132,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 suite.item(item_id)
         config = new_config(suite, pool, args.model, args.judge, args.temperature, args.concurrency, args.pack,
                             args.only)
+        _official_or_refuse(args, config)
         folder = run_folder(args.reports, config, parse_model(args.model))
         print(f"run {config.run_id}: {suite.manifest.name} {suite.manifest.version}, model {config.model}, "
               f"judge {config.judge or '-'}, pool {pool.label}\nfolder {folder}", flush=True)
@@ -140,6 +142,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(format_report(report))
     print(f"artefacts: {folder}")
     return 0
+
+
+def _official_or_refuse(args: argparse.Namespace, config) -> None:
+    """With --official, a run that would be unofficial stops before it starts, saying why."""
+    if args.official and config.notes:
+        raise ConfigError(f"--official: this run would be unofficial: {'; '.join(config.notes)}")
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -309,6 +317,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--temperature", type=float, default=1.0, help="model sampling temperature (default 1.0)")
     run.add_argument("--concurrency", type=int, default=4, help="parallel requests per provider (default 4)")
     run.add_argument("--only", nargs="+", metavar="ITEM", help="run only these items (a partial, unofficial run)")
+    run.add_argument("--official", action="store_true",
+                     help="refuse to start (exit 2) unless the run is official: a recorded item bank, the held-out "
+                          "pool, the pinned judge, every item")
     run.add_argument("--reports", type=Path, default=Path("reports"), help="reports folder (default: reports)")
     run.add_argument("--resume", type=Path, metavar="RUN", help="continue a killed or aborted run folder")
     run.add_argument("--cache", type=Path, help="response cache folder (default: $ESAC_CACHE or ~/.cache/esac-kit)")

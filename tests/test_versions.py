@@ -13,8 +13,10 @@ from pathlib import Path
 import pytest
 
 from esac_kit.cli import main
-from esac_kit.fingerprints import check_versions, closure, compute, read_versions, release, required_bump, roots
+from esac_kit.fingerprints import (bank_status, check_versions, closure, compute, read_versions, release,
+                                   required_bump, roots)
 from esac_kit.suite import load_suite
+from runkit import esac_run, load_report, run_folder_of
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -216,3 +218,22 @@ def test_replication_aggregation_key_protocols_and_ag_checks_are_major_changes(t
         else:
             assert problem is None, output
 
+
+# ---------------------------------------------------------------- runs on a bank that is no recorded version
+
+def test_the_shipped_banks_are_recorded_versions():
+    assert bank_status(load_suite("gi")) is None and bank_status(load_suite("ag")) is None
+
+
+def test_a_run_on_a_drifted_bank_is_unofficial_and_official_refuses_it(items_copy, tmp_path, capsys):
+    _edit(items_copy / "ag" / "data-revenue-report.toml", 'title = "', 'title = "Drifted: ')
+    task = ["--suite", "ag", "--items", str(items_copy), "--model", "scripted:reference", "--only",
+            "data-revenue-report", "--no-cache"]
+    assert esac_run(*task, "--official", "--reports", str(tmp_path / "refused")) == 2
+    error = capsys.readouterr().err
+    assert "--official: this run would be unofficial: the item bank is not the recorded ESAC-AG 1.0" in error
+    assert not (tmp_path / "refused").exists()
+    assert esac_run(*task, "--reports", str(tmp_path / "reports")) == 0
+    report = load_report(run_folder_of(tmp_path / "reports"))
+    assert report["official"] is False
+    assert report["notes"][0].startswith("the item bank is not the recorded ESAC-AG 1.0: the content fingerprint")
