@@ -271,9 +271,11 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     """One table of finished runs, grouped so that only comparable runs (same suite and major) stand together."""
     from esac_kit.compare import leaderboard
 
-    frame = leaderboard(args.reports)
+    frame, left_out = leaderboard(args.reports, args.items)
+    for note in left_out:
+        print(f"NOTE: {note}")
     if frame.empty:
-        print(f"no finished runs under {args.reports}")
+        print(f"no comparable finished runs under {args.reports}")
         return 0
     for (suite, major_version), group in frame.groupby(["suite", "major"], sort=True):
         print(f"\n{suite.upper()} {major_version}.x (comparable with each other only)")
@@ -352,6 +354,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     board = commands.add_parser("leaderboard", help="one table of comparable runs")
     board.add_argument("reports", type=Path, nargs="?", default=Path("reports"))
+    board.add_argument("--items", type=Path, default=None,
+                       help="items folder whose versions.toml records each version's scoring fingerprint")
     board.set_defaults(handler=cmd_leaderboard)
 
     report = commands.add_parser("report", parents=[common], help="re-render a run folder's report")
