@@ -121,7 +121,7 @@ def _imports(tree: ast.AST, package: str) -> set[str]:
 
     def visit(node: ast.AST) -> None:
         for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+            if isinstance(child, ast.If) and ast.unparse(child.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
                 for other in child.orelse:
                     visit(other)
                 continue
@@ -344,7 +344,10 @@ def release(suite: Suite, changelog: Path, major: bool = False) -> VersionRecord
                            instances=now.instances)
     versions_path = suite.folder / VERSIONS_FILE
     versions = tomlkit.parse(versions_path.read_text(encoding="utf-8"))
-    versions["versions"].append(record.model_dump())
+    entry = tomlkit.table()
+    entry.update(record.model_dump())
+    entry.trivia.indent = "\n"  # a blank line before each [[versions]], as the file is written by hand
+    versions["versions"].append(entry)
     versions_path.write_text(tomlkit.dumps(versions), encoding="utf-8")
     if changelog.is_file():
         with changelog.open("a", encoding="utf-8") as handle:
