@@ -119,6 +119,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             raise ConfigError(f"{folder}: run of {config.suite} {config.version} cannot resume under "
                               f"{suite.manifest.version}")
         pool = pool_for(config, suite, args.heldout_seed_file)
+        _official_or_refuse(args, config)
         print(f"resuming {folder}", flush=True)
     else:
         suite = _suite(args)
@@ -131,6 +132,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 suite.item(item_id)
         config = new_config(suite, pool, args.model, args.judge, args.temperature, args.concurrency, args.pack,
                             args.only)
+        _official_or_refuse(args, config)
         folder = run_folder(args.reports, config, parse_model(args.model))
         print(f"run {config.run_id}: {suite.manifest.name} {suite.manifest.version}, model {config.model}, "
               f"judge {config.judge or '-'}, pool {pool.label}\nfolder {folder}", flush=True)
@@ -140,6 +142,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(format_report(report))
     print(f"artefacts: {folder}")
     return 0
+
+
+def _official_or_refuse(args: argparse.Namespace, config) -> None:
+    """With --official, a run that would be unofficial stops before it starts, saying why."""
+    if args.official and config.notes:
+        raise ConfigError(f"--official: this run would be unofficial: {'; '.join(config.notes)}")
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -220,15 +228,23 @@ def cmd_fingerprints(args: argparse.Namespace) -> int:
 
     suite = _suite(args)
     now, latest = compute(suite), read_versions(suite)[-1]
-    print(f"{suite.manifest.name} {suite.manifest.version}: content {now.content}, scoring {now.scoring}")
-    print(f"recorded {latest.version} ({latest.change}): content {latest.content}, scoring {latest.scoring}")
+    print(f"{suite.manifest.name} {suite.manifest.version}: content {now.content}, scoring {now.scoring}, "
+          f"instances {now.instances}")
+    print(f"recorded {latest.version} ({latest.change}): content {latest.content}, scoring {latest.scoring}, "
+          f"instances {latest.instances}")
     if args.release:
-        changelog = Path(__file__).resolve().parent.parent / "specs" / f"esac-{suite.manifest.suite}.md"
-        record = release(suite, changelog)
-        print(f"released {record.version} ({record.change}); describe it in {changelog}" if record
-              else "nothing changed: no release")
+        # the specs beside the items folder: a copy of items/ elsewhere has none, so its release writes no changelog
+        changelog = suite.folder.parent.parent / "specs" / f"esac-{suite.manifest.suite}.md"
+        record = release(suite, changelog, major=args.major)
+        if record is None:
+            print("nothing changed: no release")
+        else:
+            print(f"released {record.version} ({record.change}); "
+                  + (f"describe it in {changelog}" if changelog.is_file() else f"no changelog at {changelog}"))
         return 0
-    problems = check_versions(suite)
+    if args.major:
+        raise ConfigError("--major goes with --release: `esac-kit fingerprints --release --major`")
+    problems = check_versions(suite, now)
     for problem in problems:
         print(f"PROBLEM: {problem}")
     if problems:
@@ -255,9 +271,11 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     """One table of finished runs, grouped so that only comparable runs (same suite and major) stand together."""
     from esac_kit.compare import leaderboard
 
-    frame = leaderboard(args.reports)
+    frame, left_out = leaderboard(args.reports, args.items)
+    for note in left_out:
+        print(f"NOTE: {note}")
     if frame.empty:
-        print(f"no finished runs under {args.reports}")
+        print(f"no comparable finished runs under {args.reports}")
         return 0
     for (suite, major_version), group in frame.groupby(["suite", "major"], sort=True):
         print(f"\n{suite.upper()} {major_version}.x (comparable with each other only)")
@@ -330,6 +348,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--temperature", type=float, default=1.0, help="model sampling temperature (default 1.0)")
     run.add_argument("--concurrency", type=positive_int, default=4, help="parallel requests per provider (default 4)")
     run.add_argument("--only", nargs="+", metavar="ITEM", help="run only these items (a partial, unofficial run)")
+    run.add_argument("--official", action="store_true",
+                     help="refuse to start (exit 2) unless the run is official: a recorded item bank, the held-out "
+                          "pool, the pinned judge, every item")
     run.add_argument("--reports", type=Path, default=Path("reports"), help="reports folder (default: reports)")
     run.add_argument("--resume", type=Path, metavar="RUN", help="continue a killed or aborted run folder")
     run.add_argument("--cache", type=Path, help="response cache folder (default: $ESAC_CACHE or ~/.cache/esac-kit)")
@@ -356,6 +377,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     prints = commands.add_parser("fingerprints", parents=[common], help="content and scoring fingerprints")
     prints.add_argument("--release", action="store_true", help="record the current suite as a new version")
+    prints.add_argument("--major", action="store_true", help="with --release: record a major bump whatever changed")
     prints.set_defaults(handler=cmd_fingerprints)
 
     compare = commands.add_parser("compare", help="paired comparison of two runs")
@@ -365,6 +387,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     board = commands.add_parser("leaderboard", help="one table of comparable runs")
     board.add_argument("reports", type=Path, nargs="?", default=Path("reports"))
+    board.add_argument("--items", type=Path, default=None,
+                       help="items folder whose versions.toml records each version's scoring fingerprint")
     board.set_defaults(handler=cmd_leaderboard)
 
     report = commands.add_parser("report", parents=[common], help="re-render a run folder's report")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import pandas as pd
@@ -10,6 +11,7 @@ from pydantic import ValidationError
 from esac_kit.artefacts import REPORT_FILE
 from esac_kit.errors import ConfigError
 from esac_kit.report import Report
+from esac_kit.version import major_of
 
 
 def load_report(folder: Path) -> Report:
@@ -23,21 +25,21 @@ def load_report(folder: Path) -> Report:
         raise ConfigError(f"{path}: not a report of this kit: {error.errors()[0]['msg']}") from None
 
 
-def major(version: str) -> int:
-    """The major part of a suite version."""
-    return int(version.split(".")[0])
-
-
 def comparability(a: Report, b: Report) -> list[str]:
     """Notes on what differs between two comparable runs; raises ConfigError when they are not comparable."""
     if a.suite != b.suite:
         raise ConfigError(f"runs of different suites ({a.suite}, {b.suite}) are not comparable")
-    if major(a.version) != major(b.version):
+    if major_of(a.version) != major_of(b.version):
         raise ConfigError(f"{a.suite.upper()} {a.version} and {b.version} differ in major version: their scores "
                           f"measure different things and are never compared (amendment 001 §9)")
+    scoring = [r.fingerprints.get("scoring") for r in (a, b)]
+    if a.version == b.version and scoring[0] != scoring[1]:
+        raise ConfigError(f"{a.suite.upper()} {a.version}: the runs were scored under different scoring fingerprints "
+                          f"({scoring[0]}, {scoring[1]}), so at least one ran an unreleased item bank: their scores are "
+                          f"not comparable (amendment 001 §9)")
     notes = []
     if a.version != b.version:
-        notes.append(f"minor versions differ ({a.version}, {b.version}): comparable within major {major(a.version)}")
+        notes.append(f"minor versions differ ({a.version}, {b.version}): comparable within major {major_of(a.version)}")
     a_items = {i.item_id: i.instance_sha256 for i in a.items}
     b_items = {i.item_id: i.instance_sha256 for i in b.items}
     shared = sorted(set(a_items) & set(b_items))
@@ -81,21 +83,48 @@ def _observations_table(folder: Path) -> pd.DataFrame:
                           f"with `esac-kit report {folder}`") from None
 
 
-def leaderboard(reports_dir: Path) -> pd.DataFrame:
-    """One row per finished run under a reports folder, sorted so that comparable runs stand together."""
-    rows = []
+def leaderboard(reports_dir: Path, items_dir: Path | None = None) -> tuple[pd.DataFrame, list[str]]:
+    """One row per finished run under a reports folder, sorted so that comparable runs stand together, and a note
+    for each run left out because its scoring fingerprint is not its version's (amendment 001 §9)."""
+    reports = []
     for path in sorted(reports_dir.rglob(REPORT_FILE)):
         try:
-            report = Report.model_validate_json(path.read_text(encoding="utf-8"))
+            reports.append((path.parent, Report.model_validate_json(path.read_text(encoding="utf-8"))))
         except (OSError, ValidationError):
             continue  # not a report of this kit (or a half-written one): the table lists what it can read
-        rows.append({"suite": report.suite, "major": major(report.version), "version": report.version,
+    expected = _scoring_of_versions([r for _, r in reports], items_dir)
+    rows, left_out = [], []
+    for folder, report in reports:
+        scoring = report.fingerprints.get("scoring")
+        wanted = expected.get((report.suite, report.version))
+        if scoring != wanted:
+            left_out.append(f"{folder}: {report.suite.upper()} {report.version} run {report.run_id} was scored under "
+                            f"scoring fingerprint {scoring}, not {wanted or 'one shared by the other runs'}: left out")
+            continue
+        rows.append({"suite": report.suite, "major": major_of(report.version), "version": report.version,
                      "model": report.model.name, "judge": report.judge.name if report.judge else "-",
                      "pool": report.pool.split(" (")[0], "official": report.official, "total": report.total,
-                     "max": report.max_total, "pass": report.passed, "run": report.run_id,
-                     "folder": str(path.parent)})
+                     "max": report.max_total, "pass": report.passed, "run": report.run_id, "folder": str(folder)})
     columns = ["suite", "major", "version", "model", "judge", "pool", "official", "total", "max", "pass", "run",
                "folder"]
     frame = pd.DataFrame(rows, columns=columns)
-    return frame.sort_values(["suite", "major", "pool", "total"], ascending=[True, True, True, False],
-                             ignore_index=True)
+    frame = frame.sort_values(["suite", "major", "pool", "total"], ascending=[True, True, True, False],
+                              ignore_index=True)
+    return frame, left_out
+
+
+def _scoring_of_versions(reports: list[Report], items_dir: Path | None) -> dict[tuple[str, str], str | None]:
+    """Each (suite, version)'s scoring fingerprint: the recorded one, else the one most of its runs share (None on
+    a tie, so that no run of it stands in the table as the reference)."""
+    from esac_kit.fingerprints import recorded_versions
+    from esac_kit.suite import default_items_dir
+
+    seen: dict[tuple[str, str], Counter] = {}
+    for report in reports:
+        seen.setdefault((report.suite, report.version), Counter())[report.fingerprints.get("scoring")] += 1
+    expected = {}
+    for (suite, version), counts in seen.items():
+        recorded = {r.version: r.scoring for r in recorded_versions((items_dir or default_items_dir()) / suite)}
+        (top, n), *rest = counts.most_common()
+        expected[(suite, version)] = recorded.get(version) or (None if rest and rest[0][1] == n else top)
+    return expected

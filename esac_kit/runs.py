@@ -19,6 +19,7 @@ from esac_kit.answerers import ANSWERERS, CHARS_PER_TOKEN
 from esac_kit.artefacts import write_artefacts
 from esac_kit.cache import ResponseCache
 from esac_kit.errors import ConfigError
+from esac_kit.fingerprints import bank_status
 from esac_kit.instances import build_tasks, generate
 from esac_kit.journal import CONFIG_FILE, Journal, write_json
 from esac_kit.local import MAX_AGENT_TURN_TOKENS, MAX_AGENT_TURNS, MAX_OUTPUT_TOKENS, embedded_server
@@ -29,7 +30,6 @@ from esac_kit.providers import SERVED, Provider, make_provider, parse_model
 from esac_kit.report import Report, build_report
 from esac_kit.runner import Progress, RetryPolicy, Runner, RunSettings
 from esac_kit.suite import Suite
-
 
 
 class RunConfig(BaseModel):
@@ -69,6 +69,9 @@ def new_config(suite: Suite, pool: Pool, model: str, judge: str | None, temperat
     if not any(kind_of(i).judged for i in suite.items):
         judge = None  # a suite without judge-graded items (ESAC-AG) never calls one
     notes = []
+    bank = bank_status(suite)
+    if bank:
+        notes.append(bank)
     if judge == "local":
         notes.append("embedded judge: this run is unofficial and not comparable with official results")
     elif pin and judge and judge != pin.model:

@@ -6,6 +6,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from esac_kit.version import PATTERN as VERSION_PATTERN, major_of
+
 
 class Strict(BaseModel):
     """Base for file-backed schemas: unknown fields are errors, so a typo never passes silently."""
@@ -244,7 +246,7 @@ class SuiteManifest(Strict):
 
     suite: str
     name: str
-    version: str = Field(pattern=r"^\d+\.\d+$")
+    version: str = Field(pattern=VERSION_PATTERN)
     kinds: str = Field(pattern=r"^[\w.]+$")  # the module that defines and registers the suite's item kinds
     public_seed: str
     total_points: float
@@ -265,7 +267,7 @@ class SuiteManifest(Strict):
     @property
     def major(self) -> int:
         """The major version, part of every instance's seed derivation."""
-        return int(self.version.split(".")[0])
+        return major_of(self.version)
 
 
 class Instance(BaseModel):

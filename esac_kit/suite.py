@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from esac_kit.distribution import check_distribution
 from esac_kit.errors import ConfigError
 from esac_kit.kinds import is_registered, kind_of, load_kinds, resolve
 from esac_kit.schemas import ItemSpec, SuiteManifest
@@ -67,16 +68,20 @@ def read_model(path: Path, model: type[BaseModel]) -> Any:
 
 
 def load_suite(suite: str = "gi", items_dir: Path | None = None) -> Suite:
-    """Load and check a suite; any drift between manifest and item files is a ConfigError (amendment 001 §6)."""
+    """Load and check a suite: the manifest against its pinned distribution, then against its item files; any drift
+    is a ConfigError naming the file and field (amendment 001 §6)."""
     folder = (items_dir or default_items_dir()) / suite
     manifest_path = folder / MANIFEST
     if not manifest_path.is_file():
         raise ConfigError(f"{manifest_path}: no such manifest: is '{suite}' a suite of this kit?")
     manifest: SuiteManifest = read_model(manifest_path, SuiteManifest)
     try:
-        load_kinds(manifest.kinds)
+        kinds = load_kinds(manifest.kinds)
     except ConfigError as error:
         raise ConfigError(f"{manifest_path}: field 'kinds': {error}") from None
+    pins = getattr(kinds, "DISTRIBUTIONS", {}).get(manifest.suite)
+    if pins is not None:  # a suite the kinds module pins (ESAC-GI, ESAC-AG); a toy suite of its kinds is not pinned
+        check_distribution(manifest, manifest_path, pins)
     items = [read_item(path) for path in sorted(folder.glob("*.toml")) if path.name not in NOT_ITEMS]
     _assert_figures(manifest, manifest_path, items, folder)
     for kind in dict.fromkeys(kind_of(item) for item in items):

@@ -131,3 +131,32 @@ def test_leaderboard_lists_comparable_runs(two_runs, capsys):
     assert "GI 1.x" in output and "openai:alpha" in output and "openai:beta" in output
     lines = [line for line in output.splitlines() if "openai:" in line]
     assert "alpha" in lines[0]  # sorted by total: the full-marks run first
+
+
+def _with_scoring(folder: Path, tmp_path: Path, scoring: str) -> Path:
+    copy = _copy_with_version(folder, tmp_path, "1.0")
+    report = json.loads((copy / "report.json").read_text())
+    report["fingerprints"]["scoring"] = scoring
+    (copy / "report.json").write_text(json.dumps(report))
+    return copy
+
+
+def test_compare_refuses_runs_of_one_version_under_different_scoring_fingerprints(two_runs, tmp_path, capsys):
+    _, (a, b) = two_runs
+    assert main(["compare", str(a), str(_with_scoring(b, tmp_path, "0" * 16))]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and "different scoring fingerprints" in lines[0] and "0" * 16 in lines[0]
+
+
+def test_leaderboard_leaves_out_a_run_under_another_scoring_fingerprint_and_says_so(two_runs, tmp_path, capsys):
+    reports, (a, b) = two_runs
+    board = tmp_path / "board"
+    shutil.copytree(a, board / "alpha")
+    drifted = _with_scoring(b, tmp_path, "0" * 16)
+    shutil.copytree(drifted, board / "beta")
+    assert main(["leaderboard", str(board)]) == 0
+    output = capsys.readouterr().out
+    note = next(line for line in output.splitlines() if line.startswith("NOTE:"))
+    assert str(board / "beta") in note and "0" * 16 in note and "left out" in note
+    table = output.split(note, 1)[1]
+    assert "openai:alpha" in table and "openai:beta" not in table

@@ -9,9 +9,10 @@ import json
 from collections import Counter
 from collections.abc import Iterator
 
+from esac_kit.ag.distribution import DISTRIBUTIONS  # noqa: F401  the loader reads the pins here (amendment 001 §1)
 from esac_kit.ag.episode import Efficiency, modifier
 from esac_kit.ag.policies import POLICIES, script_for, scripted_answer
-from esac_kit.ag.task import script_json
+from esac_kit.ag.task import script_json, task_digest
 from esac_kit.errors import ConfigError
 from esac_kit.kinds import CORE_SCORING_MODULES, Kind, VerifyOutcome, register
 from esac_kit.chat import ChatRequest, ModelReply
@@ -26,10 +27,12 @@ class Agentic(Kind):
     name = "agentic"
     episodic = True
     verify_seeds = 50
-    # The checks live in the task generators, so the generators' closure is scoring too (fingerprints add it).
     scoring_modules = CORE_SCORING_MODULES + ("esac_kit.ag.kind", "esac_kit.ag.episode", "esac_kit.ag.loop",
                                               "esac_kit.ag.env")
     generation_modules = ("esac_kit.instances", "esac_kit.ag.task")
+    generators_score = True  # each task generator builds its checks with its instance (amendment 001 §9: scoring)
+    # verify, the scripted agents and the loopback server that plays them: self-checks, not the protocol
+    tool_modules = ("esac_kit.ag.verify", "esac_kit.ag.policies", "esac_kit.loopback")
 
     def check_item(self, item):
         if item.efficiency is None or item.step_budget is None:
@@ -48,6 +51,9 @@ class Agentic(Kind):
 
     def key_protocol(self, instance):
         return {"tools": instance.key.tools, "checks": len(instance.key.checks)}
+
+    def instance_bytes(self, instance, task):
+        return task_digest([task]).encode()  # the whole task: prompt, tools, checks, environment and scripts
 
     async def observe(self, runner, item, instance, replicate, slots):
         from esac_kit.ag.loop import Budgets, run_episode

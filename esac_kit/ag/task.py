@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -64,3 +65,14 @@ class AgTask:
 def script_json(calls: tuple[Call, ...]) -> str:
     """A script as stable JSON text."""
     return json.dumps([{"name": c.name, "args": c.args} for c in calls], sort_keys=True)
+
+
+def task_digest(tasks: list[AgTask]) -> str:
+    """A digest of tasks' bytes: prompt, tools, checks, every script and the initial environment."""
+    digest = hashlib.sha256()
+    for task in tasks:
+        digest.update(json.dumps(task.describe(), sort_keys=True).encode())
+        digest.update(json.dumps(task.make_env().snapshot(), sort_keys=True).encode())
+        for name, script in sorted(task.scripts().items()):
+            digest.update(name.encode() + script_json(script).encode())
+    return digest.hexdigest()

@@ -4,8 +4,6 @@ tool-calling server in both provider protocols, keep their guarantees over many 
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -13,7 +11,7 @@ import httpx
 
 from esac_kit.ag.loop import Budgets, EpisodeResult, run_episode
 from esac_kit.ag.policies import POLICIES, script_for, scripted_answer
-from esac_kit.ag.task import AgTask, script_json
+from esac_kit.ag.task import AgTask, task_digest
 from esac_kit.instances import build_task
 from esac_kit.loopback import LoopbackServer
 from esac_kit.pools import Pool
@@ -46,17 +44,6 @@ class TaskVerification:
     def passed(self) -> bool:
         """True when every check held."""
         return not self.failures
-
-
-def task_digest(tasks: list[AgTask]) -> str:
-    """A digest of tasks' bytes: prompt, tools, checks, every script and the initial environment."""
-    digest = hashlib.sha256()
-    for task in tasks:
-        digest.update(json.dumps(task.describe(), sort_keys=True).encode())
-        digest.update(json.dumps(task.make_env().snapshot(), sort_keys=True).encode())
-        for name, script in sorted(task.scripts().items()):
-            digest.update(name.encode() + script_json(script).encode())
-    return digest.hexdigest()
 
 
 async def _episodes(jobs: list[tuple[str, str, int, AgTask]], suite: Suite,

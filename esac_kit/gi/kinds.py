@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 
+from esac_kit.gi.distribution import DISTRIBUTIONS  # noqa: F401  the loader reads the pins here (amendment 001 §6)
 from esac_kit.gi.judge import JUDGE_REPLICATES, MODEL_REPLICATES, TEMPLATE_VERSION, judge_response
 from esac_kit.gi.scoring import score_response, score_verdict
 from esac_kit.gi.verifiable import CHECKS, REQUIRED_PARAMS
@@ -14,6 +15,8 @@ from esac_kit.schemas import Generated, JudgeKey
 
 # The code that decides a GI score from an answer; fingerprints take each root's import closure.
 _SCORED_IN_CODE = CORE_SCORING_MODULES + ("esac_kit.gi.kinds", "esac_kit.gi.scoring")
+# GI's verify and rubric check, imported inside this module's kinds: they exercise items and decide no score.
+_TOOLS = ("esac_kit.gi.verify", "esac_kit.gi.rubric_check")
 
 
 class ScoredInCode(Kind):
@@ -21,6 +24,7 @@ class ScoredInCode(Kind):
 
     scoring_modules = _SCORED_IN_CODE
     generation_modules = ("esac_kit.instances",)
+    tool_modules = _TOOLS
 
     async def score(self, instance, response: str):
         """The response's score against the instance's key."""
@@ -93,6 +97,7 @@ class Judged(Kind):
     judge_replicates = JUDGE_REPLICATES
     scoring_modules = CORE_SCORING_MODULES + ("esac_kit.gi.kinds", "esac_kit.gi.judge", "esac_kit.gi.scoring")
     generation_modules = ("esac_kit.instances",)
+    tool_modules = _TOOLS
 
     def check_item(self, item):
         if item.efficiency is not None or item.step_budget is not None:

@@ -20,6 +20,7 @@ from esac_kit.errors import ConfigError
 from esac_kit.kinds import kind_of
 from esac_kit.schemas import ItemSpec, Rubric, Variant
 from esac_kit.suite import Suite
+from esac_kit.version import major_of
 
 
 def judged_items(suite: Suite) -> list[str]:
@@ -87,20 +88,22 @@ class RubricBump:
         return (f"A rubric change is a scoring change (amendment 001 §9: rubric criteria and weights are part of "
                 f"the scoring fingerprint, {self.scoring_before} → {self.scoring_after}), so it needs a major "
                 f"bump: release it as {self.next_version} with `esac-kit fingerprints --release` after saving. Scores "
-                f"of {self.next_version} are never compared with {self.recorded.split('.')[0]}.x.")
+                f"of {self.next_version} are never compared with {major_of(self.recorded)}.x.")
 
 
 def rubric_bump(suite: Suite, item_id: str, rubric: Rubric) -> RubricBump:
     """The version bump an edited rubric requires, from the content and scoring fingerprints."""
-    from esac_kit.fingerprints import Fingerprints, bumped, compute, read_versions, required_bump
+    from esac_kit.fingerprints import compute, read_versions, required_bump
+    from esac_kit.version import Version
 
     edited = Suite(suite.manifest, tuple(with_rubric(i, rubric) if i.id == item_id else i for i in suite.items),
                    suite.folder)
     before, after = compute(suite), compute(edited)
     latest = read_versions(suite)[-1]
-    release = required_bump(Fingerprints(latest.content, latest.scoring), after)
+    release = required_bump(latest.fingerprints, after)
     return RubricBump(required_bump(before, after), release, latest.version,
-                      bumped(latest.version, release) if release else None, before.scoring, after.scoring)
+                      str(Version.parse(latest.version).bumped(release)) if release else None, before.scoring,
+                      after.scoring)
 
 
 def save_rubric(suite: Suite, item_id: str, rubric: Rubric) -> Path:
