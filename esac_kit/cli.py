@@ -224,14 +224,25 @@ def cmd_rubric_check(args: argparse.Namespace) -> int:
 
 def cmd_fingerprints(args: argparse.Namespace) -> int:
     """Show the suite's fingerprints against its version history; --release records a change with its bump."""
-    from esac_kit.fingerprints import check_versions, compute, read_versions, release
+    from esac_kit.fingerprints import check_versions, compute, open_draft, read_versions, release, released
 
     suite = _suite(args)
-    now, latest = compute(suite), read_versions(suite)[-1]
+    history = read_versions(suite)
+    now, latest = compute(suite), released(history)[-1]
     print(f"{suite.manifest.name} {suite.manifest.version}: content {now.content}, scoring {now.scoring}, "
           f"instances {now.instances}")
     print(f"recorded {latest.version} ({latest.change}): content {latest.content}, scoring {latest.scoring}, "
           f"instances {latest.instances}")
+    if args.draft:
+        if args.release:
+            raise ConfigError("--draft opens the next version and --release records it: give one of them")
+        record = open_draft(suite, major=args.major)
+        print(f"opened {record.version} ({record.change}) as a draft: runs on it are unofficial until "
+              f"`esac-kit fingerprints --suite {suite.manifest.suite} --release`" if record
+              else "nothing changed: no draft")
+        return 0
+    if history[-1].status == "draft":
+        print(f"draft {history[-1].version} ({history[-1].change}): fingerprints are recorded when it is released")
     if args.release:
         # the specs beside the items folder: a copy of items/ elsewhere has none, so its release writes no changelog
         changelog = suite.folder.parent.parent / "specs" / f"esac-{suite.manifest.suite}.md"
@@ -243,13 +254,14 @@ def cmd_fingerprints(args: argparse.Namespace) -> int:
                   + (f"describe it in {changelog}" if changelog.is_file() else f"no changelog at {changelog}"))
         return 0
     if args.major:
-        raise ConfigError("--major goes with --release: `esac-kit fingerprints --release --major`")
+        raise ConfigError("--major goes with --release or --draft: `esac-kit fingerprints --release --major`")
     problems = check_versions(suite, now)
     for problem in problems:
         print(f"PROBLEM: {problem}")
     if problems:
         raise VerificationFailed(f"{len(problems)} version problem(s) in {suite.folder / 'versions.toml'}")
-    print("fingerprints match the recorded version")
+    print("a draft: the version history is consistent" if history[-1].status == "draft"
+          else "fingerprints match the recorded version")
     return 0
 
 
@@ -377,7 +389,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     prints = commands.add_parser("fingerprints", parents=[common], help="content and scoring fingerprints")
     prints.add_argument("--release", action="store_true", help="record the current suite as a new version")
-    prints.add_argument("--major", action="store_true", help="with --release: record a major bump whatever changed")
+    prints.add_argument("--major", action="store_true", help="with --release or --draft: a major bump whatever changed")
+    prints.add_argument("--draft", action="store_true",
+                        help="open the next version as a draft (unofficial runs) until --release records it")
     prints.set_defaults(handler=cmd_fingerprints)
 
     compare = commands.add_parser("compare", help="paired comparison of two runs")

@@ -23,8 +23,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from typing import Literal
+
 import tomlkit
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ValidationError, model_validator
 
 from esac_kit.errors import ConfigError
 from esac_kit.instances import build_task, generate
@@ -230,13 +232,21 @@ def compute(suite: Suite) -> Fingerprints:
 # ---------------------------------------------------------------- the version history and the bump rule
 
 class VersionRecord(BaseModel):
-    """One released version of a suite with its fingerprints, its instances digest and the class of its change."""
+    """One version of a suite with the class of its change; a released one carries its fingerprints and instances
+    digest, a draft (work towards the next version, not yet released) carries none, since it still changes."""
 
     version: str
     change: str
-    content: str
-    scoring: str
-    instances: str
+    status: Literal["released", "draft"] = "released"
+    content: str = ""
+    scoring: str = ""
+    instances: str = ""
+
+    @model_validator(mode="after")
+    def _released_have_fingerprints(self) -> "VersionRecord":
+        if self.status == "released" and not (self.content and self.scoring and self.instances):
+            raise ValueError("a released version records content, scoring and instances")
+        return self
 
     @property
     def fingerprints(self) -> Fingerprints:
@@ -289,10 +299,29 @@ def _problem(suite: Suite, latest: VersionRecord, now: Fingerprints) -> str | No
             f"(`esac-kit fingerprints --suite {suite.manifest.suite} --release`)")
 
 
+def released(history: list[VersionRecord]) -> list[VersionRecord]:
+    """The released versions of a history, oldest first."""
+    return [r for r in history if r.status == "released"]
+
+
 def check_versions(suite: Suite, now: Fingerprints | None = None) -> list[str]:
-    """Problems with the version history: a wrong bump between releases, or a change on disk not yet released."""
+    """Problems with the version history: a wrong bump between releases, or a change on disk not yet released (a
+    draft of the next version is not a problem: it is released, fingerprints and all, when it is done)."""
     history, name = read_versions(suite), suite.manifest.name
     problems = []
+    if history[-1].status == "draft":
+        draft, base = history[-1], released(history)[-1]
+        if Version.parse(draft.version) != Version.parse(base.version).bumped(draft.change):
+            problems.append(f"{name} {draft.version} (draft): a {draft.change} after {base.version} must be "
+                            f"{Version.parse(base.version).bumped(draft.change)}")
+        elif draft.change == "minor" and (now or compute(suite)).scoring != base.scoring:
+            problems.append(f"{name} {draft.version} (draft): the scoring fingerprint changed since {base.version}: "
+                            f"the draft must be a major (`esac-kit fingerprints --suite {suite.manifest.suite} "
+                            f"--draft --major`)")
+        if draft.version != suite.manifest.version:
+            problems.append(f"{name}: manifest version {suite.manifest.version} is not the draft {draft.version}")
+        return problems
+    history = released(history)
     for old, new in zip(history, history[1:]):
         needed = required_bump(old.fingerprints, new.fingerprints)
         expected = Version.parse(old.version).bumped(needed) if needed else None
@@ -315,6 +344,9 @@ def bank_status(suite: Suite) -> str | None:
     record = next((r for r in history if r.version == m.version), None)
     if record is None:
         return f"{m.name} {m.version} is not a recorded version (recorded: {', '.join(r.version for r in history)})"
+    if record.status == "draft":
+        return (f"{m.name} {m.version} is an unreleased draft: its scores are comparable with nothing until it is "
+                f"released (amendment 001 §9)")
     changes = compute(suite).changes(record.fingerprints)
     if changes:
         return (f"the item bank is not the recorded {m.name} {m.version}: {' and '.join(changes)} differ "
@@ -322,34 +354,85 @@ def bank_status(suite: Suite) -> str | None:
     return None
 
 
+def open_draft(suite: Suite, major: bool = False) -> VersionRecord | None:
+    """Start the next version as a draft (the bump the fingerprints require, or a major when asked): the manifest
+    takes its version, so instances and runs are the draft's, unofficial until it is released. None if unchanged."""
+    history = read_versions(suite)
+    if history[-1].status == "draft":
+        raise ConfigError(f"{suite.manifest.name} {history[-1].version} is already a draft: release it first")
+    needed = "major" if major else required_bump(history[-1].fingerprints, compute(suite))
+    if needed is None:
+        return None
+    record = VersionRecord(version=str(Version.parse(history[-1].version).bumped(needed)), change=needed,
+                           status="draft")
+    _write_manifest_version(suite, record.version)
+    _write_records(suite, [*history, record])
+    return record
+
+
+def _write_manifest_version(suite: Suite, version: str) -> str:
+    """Set the manifest's version with tomlkit (comments kept); returns the text it had."""
+    path = suite.folder / MANIFEST
+    before = path.read_text(encoding="utf-8")
+    manifest = tomlkit.parse(before)
+    manifest["version"] = version
+    path.write_text(tomlkit.dumps(manifest), encoding="utf-8")
+    return before
+
+
+def _write_records(suite: Suite, records: list[VersionRecord]) -> None:
+    """Rewrite versions.toml's entries with tomlkit, keeping the file's leading comments."""
+    path = suite.folder / VERSIONS_FILE
+    document = tomlkit.parse(path.read_text(encoding="utf-8"))
+    entries = tomlkit.aot()
+    for record in records:
+        entry = tomlkit.table()
+        entry.update({k: v for k, v in record.model_dump().items()
+                      if v and not (k == "status" and v == "released")})
+        entry.trivia.indent = "\n"  # a blank line before each [[versions]], as the file is written by hand
+        entries.append(entry)
+    document["versions"] = entries
+    path.write_text(tomlkit.dumps(document), encoding="utf-8")
+
+
 def release(suite: Suite, changelog: Path, major: bool = False) -> VersionRecord | None:
     """Record the suite as it is now as a new version with the bump its fingerprints require (or a major bump when
-    asked); write the manifest's version and append the record, both with tomlkit. None if nothing changed."""
-    latest = read_versions(suite)[-1]
+    asked), or release the open draft; write the manifest's version and the record, both with tomlkit. None if
+    nothing changed."""
+    history = read_versions(suite)
+    if history[-1].status == "draft":
+        return _release_draft(suite, history, changelog)
+    latest = history[-1]
     needed = "major" if major else required_bump(latest.fingerprints, compute(suite))
     if needed is None:
         return None
     version = str(Version.parse(latest.version).bumped(needed))
-    manifest_path = suite.folder / MANIFEST
-    before = manifest_path.read_text(encoding="utf-8")
-    manifest = tomlkit.parse(before)
-    manifest["version"] = version
-    manifest_path.write_text(tomlkit.dumps(manifest), encoding="utf-8")
+    before = _write_manifest_version(suite, version)
     try:  # the major enters every instance's seed derivation: the new version is fingerprinted as written
         now = compute(load_suite(suite.manifest.suite, suite.folder.parent))
     except ConfigError:
-        manifest_path.write_text(before, encoding="utf-8")  # e.g. a major without a pinned distribution
+        (suite.folder / MANIFEST).write_text(before, encoding="utf-8")  # e.g. a major without a pinned distribution
         raise
     record = VersionRecord(version=version, change=needed, content=now.content, scoring=now.scoring,
                            instances=now.instances)
-    versions_path = suite.folder / VERSIONS_FILE
-    versions = tomlkit.parse(versions_path.read_text(encoding="utf-8"))
-    entry = tomlkit.table()
-    entry.update(record.model_dump())
-    entry.trivia.indent = "\n"  # a blank line before each [[versions]], as the file is written by hand
-    versions["versions"].append(entry)
-    versions_path.write_text(tomlkit.dumps(versions), encoding="utf-8")
+    _write_records(suite, [*history, record])
     if changelog.is_file():
         with changelog.open("a", encoding="utf-8") as handle:
             handle.write(f"| {record.version} | {needed} | | describe the change here |\n")
+    return record
+
+
+def _release_draft(suite: Suite, history: list[VersionRecord], changelog: Path) -> VersionRecord:
+    """Fingerprint the draft as it is now and mark it released."""
+    draft = history[-1]
+    now = compute(suite)
+    if draft.change == "minor" and now.scoring != released(history)[-1].scoring:
+        raise ConfigError(f"{suite.manifest.name} {draft.version} is a minor draft but its scoring changed: open it "
+                          f"as a major (`esac-kit fingerprints --draft --major`)")
+    record = draft.model_copy(update={"status": "released", "content": now.content, "scoring": now.scoring,
+                                      "instances": now.instances})
+    _write_records(suite, [*history[:-1], record])
+    if changelog.is_file():
+        with changelog.open("a", encoding="utf-8") as handle:
+            handle.write(f"| {record.version} | {record.change} | | describe the change here |\n")
     return record
