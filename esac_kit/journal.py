@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -97,10 +96,3 @@ def observations_frame(observations: list[Observation]):
         frame[column] = frame[column].map(lambda value: json.dumps(value, sort_keys=True, default=str))
     frame["judge_replicate"] = frame["judge_replicate"].astype("Int64")
     return frame
-
-
-def write_json(path: Path, data: Any) -> None:
-    """Write JSON atomically: a kill leaves the old file or the new one, never half of one."""
-    temporary = path.with_suffix(path.suffix + ".tmp")
-    temporary.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
-    os.replace(temporary, path)

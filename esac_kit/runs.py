@@ -19,11 +19,12 @@ from esac_kit.artefacts import write_artefacts
 from esac_kit.cache import ResponseCache
 from esac_kit.errors import ConfigError
 from esac_kit.instances import build_tasks, generate
-from esac_kit.journal import CONFIG_FILE, Journal, write_json
+from esac_kit.journal import CONFIG_FILE, Journal
 from esac_kit.local import MAX_AGENT_TURN_TOKENS, MAX_AGENT_TURNS, MAX_OUTPUT_TOKENS, embedded_server
 from esac_kit.pools import Pool, commitment_matches, heldout_pool, public_pool
 from esac_kit.kinds import kind_of, plan
 from esac_kit.providers import SERVED, ModelRef, Provider, make_provider, parse_model
+from esac_kit.records import write_json
 from esac_kit.report import Report, build_report
 from esac_kit.runner import Progress, RetryPolicy, Runner, RunSettings
 from esac_kit.suite import Suite
