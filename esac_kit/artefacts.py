@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from esac_kit.journal import Observation, observations_frame
-from esac_kit.records import write_atomic, write_json
-from esac_kit.report import Report
+from esac_kit.journal import observations_frame
+from esac_kit.records import Observation, Report, write_atomic, write_json
 
 REPORT_FILE = "report.json"
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "specs" / "report.schema.json"

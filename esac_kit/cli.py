@@ -105,7 +105,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from esac_kit.cache import ResponseCache, default_cache_dir
     from esac_kit.report import format_report
     from esac_kit.runner import RetryPolicy
-    from esac_kit.runs import execute, load_config, new_config, pool_for, run_folder, terminal_progress
+    from esac_kit.pools import recorded_pool
+    from esac_kit.runs import execute, load_config, new_config, run_folder, terminal_progress
     from esac_kit.providers import parse_model
 
     policy = RetryPolicy(max_attempts=args.max_attempts, base_s=args.retry_base_s, deadline_s=args.retry_deadline_s,
@@ -118,7 +119,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         if suite.manifest.version != config.version:
             raise ConfigError(f"{folder}: run of {config.suite} {config.version} cannot resume under "
                               f"{suite.manifest.version}")
-        pool = pool_for(config, suite, args.heldout_seed_file)
+        pool = recorded_pool(config.pool, args.heldout_seed_file)
         print(f"resuming {folder}", flush=True)
     else:
         suite = _suite(args)
@@ -145,7 +146,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     """Re-render a run folder's artefacts from its journal; --html also exports the report notebook."""
     from esac_kit.artefacts import write_artefacts
-    from esac_kit.journal import Journal
+    from esac_kit.journal import JOURNAL_FILE, read_journal
     from esac_kit.report import build_report, format_report
     from esac_kit.runs import load_config
 
@@ -154,10 +155,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     if suite.manifest.version != config.version:
         raise ConfigError(f"{args.run}: a run of {config.suite} {config.version} cannot be rendered by the "
                           f"{suite.manifest.version} item bank")
-    journal = Journal(args.run)
-    journal.close()
-    report = build_report(suite, config, journal.observations)
-    written = write_artefacts(args.run, report, journal.observations)
+    observations = read_journal(args.run / JOURNAL_FILE, owner=False)  # the run may still be appending
+    report = build_report(suite, config, observations)
+    written = write_artefacts(args.run, report, observations)
     print(format_report(report))
     if args.html:
         written.append(export_html(args.run))

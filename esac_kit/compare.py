@@ -9,7 +9,7 @@ from pydantic import ValidationError
 
 from esac_kit.artefacts import REPORT_FILE
 from esac_kit.errors import ConfigError
-from esac_kit.report import Report
+from esac_kit.records import Report
 
 
 def load_report(folder: Path) -> Report:
@@ -82,7 +82,7 @@ def leaderboard(reports_dir: Path) -> pd.DataFrame:
             continue  # not a report of this kit (or a half-written one): the table lists what it can read
         rows.append({"suite": report.suite, "major": major(report.version), "version": report.version,
                      "model": report.model.name, "judge": report.judge.name if report.judge else "-",
-                     "pool": report.pool.split(" (")[0], "official": report.official, "total": report.total,
+                     "pool": report.pool.name, "official": report.official, "total": report.total,
                      "max": report.max_total, "pass": report.passed, "run": report.run_id,
                      "folder": str(path.parent)})
     columns = ["suite", "major", "version", "model", "judge", "pool", "official", "total", "max", "pass", "run",

@@ -12,7 +12,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import httpx
-from pydantic import BaseModel
 
 from esac_kit import __version__
 from esac_kit.artefacts import write_artefacts
@@ -21,37 +20,14 @@ from esac_kit.errors import ConfigError
 from esac_kit.instances import build_tasks, generate
 from esac_kit.journal import CONFIG_FILE, Journal
 from esac_kit.local import MAX_AGENT_TURN_TOKENS, MAX_AGENT_TURNS, MAX_OUTPUT_TOKENS, embedded_server
-from esac_kit.pools import Pool, commitment_matches, heldout_pool, public_pool
+from esac_kit.pools import Pool, recorded_pool
 from esac_kit.kinds import kind_of, plan
 from esac_kit.providers import SERVED, ModelRef, Provider, make_provider, parse_model
-from esac_kit.records import write_json
+from esac_kit.records import RunConfig, read_record_file, write_json
 from esac_kit.report import Report, build_report
 from esac_kit.runner import Progress, RetryPolicy, Runner, RunSettings
 from esac_kit.suite import Suite
 
-
-
-class RunConfig(BaseModel):
-    """Everything that defines a run, saved as run.json; it holds no secret (only the held-out commitment)."""
-
-    run_id: str
-    suite: str
-    version: str
-    pool: str
-    pool_label: str
-    pack: str | None = None
-    model: str
-    judge: str | None
-    judge_temperature: float
-    judge_max_tokens: int
-    temperature: float
-    concurrency: int
-    max_tokens_cap: int | None
-    max_turns_cap: int | None = None
-    items: list[str] | None = None
-    notes: list[str]
-    kit_version: str
-    created_at: str
 
 
 def run_folder(reports_dir: Path, config: RunConfig, model: ModelRef) -> Path:
@@ -93,7 +69,7 @@ def new_config(suite: Suite, pool: Pool, model: str, judge: str | None, temperat
         notes.append(f"partial run: {len(items)} of {len(suite.items)} items")
     now = datetime.now(timezone.utc)
     return RunConfig(run_id=now.strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3), suite=suite.manifest.suite,
-                     version=suite.manifest.version, pool=pool.name, pool_label=pool.label,
+                     version=suite.manifest.version, pool=pool.record,
                      pack=str(pack) if pack else None, model=model, judge=judge,
                      judge_temperature=pin.temperature if pin else 0.0,
                      judge_max_tokens=pin.max_tokens if pin else 1024, temperature=temperature,
@@ -103,24 +79,11 @@ def new_config(suite: Suite, pool: Pool, model: str, judge: str | None, temperat
 
 
 def load_config(folder: Path) -> RunConfig:
-    """Read a run folder's run.json, or say clearly why it cannot be resumed."""
+    """Read a run folder's run.json (a legacy one is migrated on read), or say clearly why it cannot be used."""
     path = folder / CONFIG_FILE
     if not path.is_file():
         raise ConfigError(f"{path}: not a run folder (no {CONFIG_FILE})")
-    return RunConfig.model_validate_json(path.read_text(encoding="utf-8"))
-
-
-def pool_for(config: RunConfig, suite: Suite, seed_file: Path | None) -> Pool:
-    """Rebuild a run's pool; a resumed held-out run must be given the same seed, checked against its commitment."""
-    if config.pool == "public":
-        return public_pool(suite.manifest.public_seed)
-    if config.pool == "heldout":
-        pool = heldout_pool(seed_file)
-        commitment = config.pool_label.split("commitment ", 1)[1].rstrip(")")
-        if not commitment_matches(pool.seed, commitment):
-            raise ConfigError("the held-out seed given does not open this run's commitment")
-        return Pool("heldout", pool.seed, commitment)
-    return Pool(config.pool, config.pool_label.split("seed ", 1)[1].rstrip(")"))
+    return read_record_file(RunConfig, path)
 
 
 @contextlib.contextmanager
@@ -149,7 +112,7 @@ def execute(folder: Path, config: RunConfig, suite: Suite, pool: Pool, policy: R
     # A missing pack stops here, before any write.
     instances = {i.id: generate(suite, i, pool, pack, tasks.get(i.id)) for i in items}
     folder.mkdir(parents=True, exist_ok=True)
-    write_json(folder / CONFIG_FILE, config.model_dump())
+    write_json(folder / CONFIG_FILE, config.model_dump(mode="json"))
     journal = Journal(folder)
     try:
         with endpoints_for([config.model, config.judge], tasks) as urls:

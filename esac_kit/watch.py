@@ -9,11 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
-from pydantic import ValidationError
 
 from esac_kit.errors import ConfigError
-from esac_kit.journal import CONFIG_FILE, JOURNAL_FILE, Observation, observations_frame
-from esac_kit.report import Report
+from esac_kit.journal import CONFIG_FILE, JOURNAL_FILE, observations_frame, read_journal
+from esac_kit.records import Observation, Report
 from esac_kit.suite import Suite, default_items_dir, load_suite
 
 
@@ -58,22 +57,8 @@ def run_label(folder: Path) -> str:
 
 
 def read_observations(folder: Path) -> list[Observation]:
-    """A run folder's observations so far, read-only: safe while a run appends (a torn last line is skipped,
-    never truncated, unlike journal.Journal, which owns the file)."""
-    path = folder / JOURNAL_FILE
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        return []
-    observations = []
-    for number, line in enumerate(raw.splitlines(keepends=True), 1):
-        if not line.endswith(b"\n"):
-            break  # being written right now
-        try:
-            observations.append(Observation.model_validate_json(line))
-        except (ValueError, ValidationError):
-            raise ConfigError(f"{path}: corrupt journal line {number}") from None
-    return observations
+    """A run folder's observations so far, read-only: safe while a run appends (a torn last line is skipped)."""
+    return read_journal(folder / JOURNAL_FILE, owner=False)
 
 
 def run_frame(folder: Path) -> pd.DataFrame:
@@ -141,14 +126,15 @@ def plan_new_run(suite_id: str = "gi", pool: str = "public", model: str = "local
 
 def plan_resume(folder: Path, seed_file: Path | None = None, items_dir: Path | None = None) -> RunPlan:
     """Settle the continuation of a run folder, as `esac-kit run --resume` does."""
-    from esac_kit.runs import load_config, pool_for
+    from esac_kit.pools import recorded_pool
+    from esac_kit.runs import load_config
 
     config = load_config(folder)
     suite = load_suite(config.suite, items_dir)
     if suite.manifest.version != config.version:
         raise ConfigError(f"{folder}: run of {config.suite} {config.version} cannot resume under "
                           f"{suite.manifest.version}")
-    pool = pool_for(config, suite, seed_file)
+    pool = recorded_pool(config.pool, seed_file)
     return RunPlan(folder, config, suite, pool, _planned(suite, config), len(read_observations(folder)), True)
 
 

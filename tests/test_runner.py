@@ -214,7 +214,8 @@ def test_no_api_key_or_heldout_seed_reaches_any_file(tmp_path, monkeypatch, caps
         data = path.read_bytes()
         assert seed.encode() not in data and key.encode() not in data, path
     report = load_report(run_folder_of(tmp_path / "reports"))
-    assert report["pool"].startswith("heldout (commitment sha256:") and report["total"] == pytest.approx(100)
+    assert report["pool"]["name"] == "heldout" and report["pool"]["seed"] is None
+    assert report["pool"]["commitment"].startswith("sha256:") and report["total"] == pytest.approx(100)
 
 
 def test_an_invalid_verdict_is_never_cached_so_its_retry_asks_again(answers, tmp_path):
