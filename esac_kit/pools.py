@@ -64,6 +64,19 @@ def heldout_pool(seed_file: Path | None = None) -> Pool:
     return Pool("heldout", seed, heldout_commitment(seed))
 
 
+def choose_pool(name: str, public_seed: str, seed: str | None = None, seed_file: Path | None = None) -> Pool:
+    """A new run's pool: 'public', 'heldout' (seed from $ESAC_HELDOUT_SEED or seed_file) or 'custom' (seed)."""
+    if name == "public":
+        return public_pool(public_seed)
+    if name == "heldout":
+        return heldout_pool(seed_file)
+    if name == "custom":
+        if not seed:
+            raise ConfigError("a custom pool needs a seed")
+        return custom_pool(seed)
+    raise ConfigError(f"unknown pool '{name}': public, heldout or custom")
+
+
 def recorded_pool(record: PoolRecord, seed_file: Path | None = None) -> Pool:
     """A recorded run's pool again; a held-out one needs its seed once more, checked against the commitment."""
     if record.name != "heldout":

@@ -1,4 +1,5 @@
-"""Runs: create or resume a run folder, start what the run needs, drive the runner and write the report."""
+"""Runs: plan a new run or the resumption of a run folder (the CLI and the run notebook both plan here), start what
+the run needs, drive the runner and write the report."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import secrets
 import sys
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -18,16 +20,16 @@ from esac_kit.artefacts import write_artefacts
 from esac_kit.cache import ResponseCache
 from esac_kit.errors import ConfigError
 from esac_kit.instances import build_tasks, generate
-from esac_kit.journal import CONFIG_FILE, Journal
+from esac_kit.journal import CONFIG_FILE, JOURNAL_FILE, Journal, read_journal
 from esac_kit.local import MAX_AGENT_TURN_TOKENS, MAX_AGENT_TURNS, MAX_OUTPUT_TOKENS, embedded_server
-from esac_kit.pools import Pool, recorded_pool
+from esac_kit.pools import Pool, choose_pool, recorded_pool
 from esac_kit.kinds import kind_of, plan
 from esac_kit.providers import SERVED, ModelRef, Provider, make_provider, parse_model
-from esac_kit.records import RunConfig, read_record_file, write_json
+from esac_kit.records import Observation, RunConfig, prompt_sha256, read_record_file, write_json
 from esac_kit.report import Report, build_report
 from esac_kit.runner import Progress, RetryPolicy, Runner, RunSettings
-from esac_kit.suite import Suite
-
+from esac_kit.schemas import Instance, ItemSpec
+from esac_kit.suite import Suite, load_suite
 
 
 def run_folder(reports_dir: Path, config: RunConfig, model: ModelRef) -> Path:
@@ -86,6 +88,74 @@ def load_config(folder: Path) -> RunConfig:
     return read_record_file(RunConfig, path)
 
 
+@dataclass
+class RunPlan:
+    """A run ready to execute: its folder, config, suite, pool and instances, and how much of it is already done."""
+
+    folder: Path
+    config: RunConfig
+    suite: Suite
+    pool: Pool
+    items: list[ItemSpec]
+    instances: dict[str, Instance]
+    tasks: dict[str, object]  # AG items' live tasks, built once per run
+    planned: int
+    done: int
+    resumed: bool
+
+
+def plan_run(suite_id: str = "gi", pool: str = "public", model: str = "local", judge: str | None = None,
+             concurrency: int = 4, temperature: float = 1.0, seed: str | None = None, seed_file: Path | None = None,
+             pack: Path | None = None, only: list[str] | None = None, reports_dir: Path = Path("reports"),
+             items_dir: Path | None = None) -> RunPlan:
+    """Settle a new run: pool 'public', 'heldout' (seed from $ESAC_HELDOUT_SEED or seed_file) or 'custom' (seed);
+    the judge defaults to the suite's pin, or 'local' when the model is local; nothing is written yet."""
+    suite = load_suite(suite_id, items_dir)
+    chosen = choose_pool(pool, suite.manifest.public_seed, seed, seed_file)
+    model = model.strip()
+    judge = (judge or "").strip() or ("local" if model == "local" else None)
+    ref = parse_model(model)
+    if judge:
+        parse_model(judge)
+    for item_id in only or []:
+        suite.item(item_id)
+    if concurrency < 1:
+        raise ConfigError("concurrency must be at least 1")
+    config = new_config(suite, chosen, model, judge, temperature, concurrency, pack, list(only) if only else None)
+    return _settle(run_folder(reports_dir, config, ref), config, suite, chosen, [], resumed=False)
+
+
+def plan_resume(folder: Path, seed_file: Path | None = None, items_dir: Path | None = None) -> RunPlan:
+    """Settle the continuation of a run folder: its own config, suite version and pool (a held-out seed must open
+    the recorded commitment), and the same instances its journal answered."""
+    config = load_config(folder)
+    suite = load_suite(config.suite, items_dir)
+    if suite.manifest.version != config.version:
+        raise ConfigError(f"{folder}: run of {config.suite} {config.version} cannot resume under "
+                          f"{suite.manifest.version}")
+    pool = recorded_pool(config.pool, seed_file)
+    return _settle(folder, config, suite, pool, read_journal(folder / JOURNAL_FILE, owner=False), resumed=True)
+
+
+def _settle(folder: Path, config: RunConfig, suite: Suite, pool: Pool, journalled: list[Observation],
+            resumed: bool) -> RunPlan:
+    """Generate the run's instances (a missing pack stops here, before any write) and check them against the
+    journal: a resumed run must answer the very instances it started on."""
+    items = [i for i in suite.items if not config.items or i.id in config.items]
+    pack = Path(config.pack) if config.pack else None
+    tasks = build_tasks(suite, items, pool)
+    instances = {i.id: generate(suite, i, pool, pack, tasks.get(i.id)) for i in items}
+    digests = {item_id: prompt_sha256(instance.prompt) for item_id, instance in instances.items()}
+    for observation in journalled:
+        expected = digests.get(observation.item_id)
+        # a line written before observations kept their prompt's digest cannot be checked
+        if observation.prompt_sha256 and expected and observation.prompt_sha256 != expected:
+            raise ConfigError(f"{folder / JOURNAL_FILE}: item '{observation.item_id}' was answered on another "
+                              f"instance (prompt digest differs): the pool or the item bank changed since the run "
+                              f"started")
+    return RunPlan(folder, config, suite, pool, items, instances, tasks, len(plan(items)), len(journalled), resumed)
+
+
 @contextlib.contextmanager
 def endpoints_for(models: list[str | None], tasks: dict | None = None) -> Iterator[dict[str, str]]:
     """Start what the models need (the embedded server for `local`, a loopback server for models the kit serves,
@@ -103,29 +173,24 @@ def endpoints_for(models: list[str | None], tasks: dict | None = None) -> Iterat
         yield urls
 
 
-def execute(folder: Path, config: RunConfig, suite: Suite, pool: Pool, policy: RetryPolicy,
-            cache: ResponseCache, on_progress: Callable[[Progress], None] | None = None) -> Report:
-    """Run (or continue) the plan in a run folder and write its report; an abort keeps the journal."""
-    items = [i for i in suite.items if not config.items or i.id in config.items]
-    pack = Path(config.pack) if config.pack else None
-    tasks = build_tasks(suite, items, pool)
-    # A missing pack stops here, before any write.
-    instances = {i.id: generate(suite, i, pool, pack, tasks.get(i.id)) for i in items}
-    folder.mkdir(parents=True, exist_ok=True)
-    write_json(folder / CONFIG_FILE, config.model_dump(mode="json"))
-    journal = Journal(folder)
+def execute(run: RunPlan, policy: RetryPolicy, cache: ResponseCache,
+            on_progress: Callable[[Progress], None] | None = None) -> Report:
+    """Run (or continue) a planned run in its folder and write its report; an abort keeps the journal."""
+    run.folder.mkdir(parents=True, exist_ok=True)
+    write_json(run.folder / CONFIG_FILE, run.config.model_dump(mode="json"))
+    journal = Journal(run.folder)
     try:
-        with endpoints_for([config.model, config.judge], tasks) as urls:
-            observations = asyncio.run(_drive(config, suite, items, instances, tasks, journal, policy, cache,
-                                              urls, on_progress))
+        with endpoints_for([run.config.model, run.config.judge], run.tasks) as urls:
+            observations = asyncio.run(_drive(run, journal, policy, cache, urls, on_progress))
     finally:
         journal.close()
-    report = build_report(suite, config, observations)
-    write_artefacts(folder, report, observations)
+    report = build_report(run.suite, run.config, observations)
+    write_artefacts(run.folder, report, observations)
     return report
 
 
-async def _drive(config, suite, items, instances, tasks, journal, policy, cache, urls, on_progress):
+async def _drive(run, journal, policy, cache, urls, on_progress):
+    config, suite = run.config, run.suite
     limits = httpx.Limits(max_connections=max(8, config.concurrency * 2))
     async with httpx.AsyncClient(limits=limits) as client:
         def provider(name: str | None) -> Provider | None:
@@ -140,10 +205,10 @@ async def _drive(config, suite, items, instances, tasks, journal, policy, cache,
                                policy=policy, cache=cache, max_tokens_cap=config.max_tokens_cap,
                                max_turns_cap=config.max_turns_cap,
                                on_progress=on_progress)
-        runner = Runner(settings, journal, {i.id: i for i in items}, instances,
-                        suite.manifest.output_budget_tokens, suite.manifest.time_budget_s, tasks,
+        runner = Runner(settings, journal, {i.id: i for i in run.items}, run.instances,
+                        suite.manifest.output_budget_tokens, suite.manifest.time_budget_s, run.tasks,
                         suite.manifest.episode_token_budget)
-        return await runner.run(plan(items))
+        return await runner.run(plan(run.items))
 
 
 def terminal_progress(stream=None) -> Callable[[Progress], None]:
