@@ -15,8 +15,8 @@ JOURNAL_FILE = "observations.jsonl"
 
 
 def read_journal(path: Path, owner: bool) -> list[Observation]:
-    """A journal's observations. A last line that does not parse is torn (a kill, or the run writing it now): the
-    owner, who appends next, truncates it; a reader skips it and leaves the file alone. Any other bad line is an error."""
+    """A journal's observations: a torn last line (a kill, or the run writing it now) is truncated by the owner, who
+    appends next, and skipped by a reader, who leaves the file alone; any other bad line is a ConfigError."""
     try:
         raw = path.read_bytes()
     except FileNotFoundError:

@@ -139,8 +139,8 @@ def plan_resume(folder: Path, seed_file: Path | None = None, items_dir: Path | N
 
 def _settle(folder: Path, config: RunConfig, suite: Suite, pool: Pool, journalled: list[Observation],
             resumed: bool) -> RunPlan:
-    """Generate the run's instances (a missing pack stops here, before any write) and check them against the
-    journal: a resumed run must answer the very instances it started on."""
+    """Generate the run's instances (a missing pack stops here, before any write), which must be the very ones
+    its journal answered."""
     items = [i for i in suite.items if not config.items or i.id in config.items]
     pack = Path(config.pack) if config.pack else None
     tasks = build_tasks(suite, items, pool)
