@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from esac_kit.journal import Observation, observations_frame, write_json
-from esac_kit.report import Report
+from esac_kit.journal import observations_frame
+from esac_kit.records import Observation, Report, write_atomic, write_json
 
 REPORT_FILE = "report.json"
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "specs" / "report.schema.json"
@@ -25,11 +25,11 @@ def write_artefacts(folder: Path, report: Report, observations: list[Observation
 
     written = [folder / REPORT_FILE, folder / "observations.parquet"]
     write_json(written[0], report.model_dump(mode="json"))
-    observations_frame(observations).to_parquet(written[1], index=False)
+    write_atomic(written[1], observations_frame(observations).to_parquet(index=False))
     if charts:
         for name, chart in (("categories", category_chart(report)), ("items", item_chart(report))):
             spec = json.dumps(chart.to_dict())
-            (folder / f"{name}.svg").write_text(vlc.vegalite_to_svg(spec), encoding="utf-8")
-            (folder / f"{name}.png").write_bytes(vlc.vegalite_to_png(spec, scale=2))
+            write_atomic(folder / f"{name}.svg", vlc.vegalite_to_svg(spec))
+            write_atomic(folder / f"{name}.png", vlc.vegalite_to_png(spec, scale=2))
             written += [folder / f"{name}.svg", folder / f"{name}.png"]
     return written

@@ -9,6 +9,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from esac_kit.chat import ChatRequest, ModelRef, ModelReply, ToolCall
+from esac_kit.records import write_atomic
 
 CACHE_ENV = "ESAC_CACHE"
 
@@ -54,6 +55,4 @@ class ResponseCache:
             return
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_suffix(".tmp")
-        temporary.write_text(json.dumps(asdict(reply)), encoding="utf-8")
-        os.replace(temporary, path)
+        write_atomic(path, json.dumps(asdict(reply)))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from esac_kit.report import Report
+from esac_kit.records import Report
 
 
 def category_frame(report: Report) -> pd.DataFrame:

@@ -13,7 +13,7 @@ from esac_kit import __version__
 from esac_kit.errors import ConfigError, EsacError, VerificationFailed
 from esac_kit.instances import build_task, generate
 from esac_kit.kinds import kind_of
-from esac_kit.pools import Pool, custom_pool, heldout_pool, public_pool
+from esac_kit.pools import Pool, choose_pool
 from esac_kit.suite import Suite, load_suite
 
 
@@ -21,12 +21,12 @@ def _suite(args: argparse.Namespace) -> Suite:
     return load_suite(args.suite, args.items)
 
 
+def _pool_name(args: argparse.Namespace) -> str:
+    return "custom" if args.seed is not None else "heldout" if args.heldout else "public"
+
+
 def _pool(args: argparse.Namespace, suite: Suite) -> Pool:
-    if getattr(args, "seed", None) is not None:
-        return custom_pool(args.seed)
-    if getattr(args, "heldout", False):
-        return heldout_pool(args.heldout_seed_file)
-    return public_pool(suite.manifest.public_seed)
+    return choose_pool(_pool_name(args), suite.manifest.public_seed, args.seed, args.heldout_seed_file)
 
 
 def cmd_items(args: argparse.Namespace) -> int:
@@ -105,42 +105,28 @@ def cmd_run(args: argparse.Namespace) -> int:
     from esac_kit.cache import ResponseCache, default_cache_dir
     from esac_kit.report import format_report
     from esac_kit.runner import RetryPolicy
-    from esac_kit.runs import execute, load_config, new_config, pool_for, run_folder, terminal_progress
-    from esac_kit.providers import parse_model
+    from esac_kit.runs import execute, plan_resume, plan_run, terminal_progress
 
     policy = RetryPolicy(outage_budget_s=args.outage_budget_s, base_s=args.retry_base_s,
                          max_attempts=args.max_attempts, request_timeout_s=args.request_timeout_s)
     cache = ResponseCache(None if args.no_cache else (args.cache or default_cache_dir()))
     if args.resume:
-        folder = args.resume
-        config = load_config(folder)
-        suite = load_suite(config.suite, args.items)
-        if suite.manifest.version != config.version:
-            raise ConfigError(f"{folder}: run of {config.suite} {config.version} cannot resume under "
-                              f"{suite.manifest.version}")
-        pool = pool_for(config, suite, args.heldout_seed_file)
-        _official_or_refuse(args, config)
-        print(f"resuming {folder}", flush=True)
+        run = plan_resume(args.resume, args.heldout_seed_file, args.items)
+        _official_or_refuse(args, run.config)
+        print(f"resuming {run.folder}", flush=True)
     else:
-        suite = _suite(args)
-        pool = _pool(args, suite)
-        parse_model(args.model)
-        if args.judge:
-            parse_model(args.judge)
-        if args.only:
-            for item_id in args.only:
-                suite.item(item_id)
-        config = new_config(suite, pool, args.model, args.judge, args.temperature, args.concurrency, args.pack,
-                            args.only)
+        run = plan_run(args.suite, _pool_name(args), args.model, args.judge, args.concurrency, args.temperature,
+                       seed=args.seed, seed_file=args.heldout_seed_file, pack=args.pack, only=args.only,
+                       reports_dir=args.reports, items_dir=args.items)
+        config, manifest = run.config, run.suite.manifest
         _official_or_refuse(args, config)
-        folder = run_folder(args.reports, config, parse_model(args.model))
-        print(f"run {config.run_id}: {suite.manifest.name} {suite.manifest.version}, model {config.model}, "
-              f"judge {config.judge or '-'}, pool {pool.label}\nfolder {folder}", flush=True)
+        print(f"run {config.run_id}: {manifest.name} {manifest.version}, model {config.model}, "
+              f"judge {config.judge or '-'}, pool {run.pool.label}\nfolder {run.folder}", flush=True)
         for note in config.notes:
             print(f"NOTE: {note}", flush=True)
-    report = execute(folder, config, suite, pool, policy, cache, terminal_progress())
+    report = execute(run, policy, cache, terminal_progress())
     print(format_report(report))
-    print(f"artefacts: {folder}")
+    print(f"artefacts: {run.folder}")
     return 0
 
 
@@ -153,7 +139,7 @@ def _official_or_refuse(args: argparse.Namespace, config) -> None:
 def cmd_report(args: argparse.Namespace) -> int:
     """Re-render a run folder's artefacts from its journal; --html also exports the report notebook."""
     from esac_kit.artefacts import write_artefacts
-    from esac_kit.journal import Journal
+    from esac_kit.journal import JOURNAL_FILE, read_journal
     from esac_kit.report import build_report, format_report
     from esac_kit.runs import load_config
 
@@ -162,10 +148,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     if suite.manifest.version != config.version:
         raise ConfigError(f"{args.run}: a run of {config.suite} {config.version} cannot be rendered by the "
                           f"{suite.manifest.version} item bank")
-    journal = Journal(args.run)
-    journal.close()
-    report = build_report(suite, config, journal.observations)
-    written = write_artefacts(args.run, report, journal.observations)
+    observations = read_journal(args.run / JOURNAL_FILE, owner=False)  # the run may still be appending
+    report = build_report(suite, config, observations)
+    written = write_artefacts(args.run, report, observations)
     print(format_report(report))
     if args.html:
         written.append(export_html(args.run))
@@ -435,8 +420,6 @@ def main(argv: list[str] | None = None) -> int:
 
 def _dispatch(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)
-    if getattr(args, "command", None) == "run" and args.judge is None and args.model == "local":
-        args.judge = "local"
     if getattr(args, "heldout_seed_file", None) and not args.heldout:
         args.heldout = True
     try:

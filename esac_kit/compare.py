@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from esac_kit.artefacts import REPORT_FILE
 from esac_kit.errors import ConfigError
-from esac_kit.report import Report
+from esac_kit.records import Report
 from esac_kit.version import major_of
 
 
@@ -103,7 +103,7 @@ def leaderboard(reports_dir: Path, items_dir: Path | None = None) -> tuple[pd.Da
             continue
         rows.append({"suite": report.suite, "major": major_of(report.version), "version": report.version,
                      "model": report.model.name, "judge": report.judge.name if report.judge else "-",
-                     "pool": report.pool.split(" (")[0], "official": report.official, "total": report.total,
+                     "pool": report.pool.name, "official": report.official, "total": report.total,
                      "max": report.max_total, "pass": report.passed, "run": report.run_id, "folder": str(folder)})
     columns = ["suite", "major", "version", "model", "judge", "pool", "official", "total", "max", "pass", "run",
                "folder"]

@@ -1,80 +1,52 @@
-"""The run folder: its config and an append-only journal of observations, flushed as each one lands."""
+"""The run folder's journal: append-only observations, flushed as each one lands, and the one reader of it."""
 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
-from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from esac_kit.errors import ConfigError
-from esac_kit.outcomes import ModelOutcome
+from esac_kit.records import Observation, first_problem, read_record
 
 CONFIG_FILE = "run.json"
 JOURNAL_FILE = "observations.jsonl"
 
 
-class Observation(BaseModel):
-    """One scored observation: a model replicate of an item and, for judge-graded items, one judge replicate."""
-
-    run_id: str
-    suite: str
-    version: str
-    pool: str
-    item_id: str
-    category: str
-    model_replicate: int
-    judge_replicate: int | None
-    outcome: ModelOutcome
-    score: float
-    score_detail: dict[str, Any] = {}
-    response: str
-    tokens_in: int
-    tokens_out: int
-    latency_s: float
-    attempts: int
-    retries: dict[str, int] = {}
-    judge_levels: dict[str, int] | None = None
-    judge_rationale: str | None = None
-    judge_tokens_in: int = 0
-    judge_tokens_out: int = 0
-    prompt_sha256: str = ""
-
-    @property
-    def slot(self) -> tuple[str, int, int | None]:
-        """The plan slot this observation fills."""
-        return (self.item_id, self.model_replicate, self.judge_replicate)
+def read_journal(path: Path, owner: bool) -> list[Observation]:
+    """A journal's observations: a torn last line (a kill, or the run writing it now) is truncated by the owner, who
+    appends next, and skipped by a reader, who leaves the file alone; any other bad line is a ConfigError."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return []
+    lines = raw.splitlines(keepends=True)
+    observations, good_bytes = [], 0
+    for number, line in enumerate(lines, 1):
+        try:
+            if not line.endswith(b"\n"):
+                raise ValueError("torn line")
+            observations.append(read_record(Observation, line))
+        except (ValueError, ValidationError) as error:
+            if number < len(lines):
+                reason = first_problem(error) if isinstance(error, ValidationError) else "not a JSON record"
+                raise ConfigError(f"{path}: corrupt journal line {number}: {reason}") from None
+            break  # the torn last line: its observation is redone on resume
+        good_bytes += len(line)
+    if owner and good_bytes < len(raw):
+        with path.open("r+b") as handle:
+            handle.truncate(good_bytes)
+    return observations
 
 
 class Journal:
-    """Append-only JSON lines in the run folder; a torn last line from a kill is dropped on open."""
+    """The run's own journal, open for appending; a torn last line from a kill is dropped on open."""
 
     def __init__(self, folder: Path):
         self.path = folder / JOURNAL_FILE
-        self.observations: list[Observation] = self._read()
+        self.observations: list[Observation] = read_journal(self.path, owner=True)
         self._handle = self.path.open("a", encoding="utf-8")
-
-    def _read(self) -> list[Observation]:
-        if not self.path.exists():
-            return []
-        raw = self.path.read_bytes()
-        observations, good_bytes = [], 0
-        for line in raw.splitlines(keepends=True):
-            try:
-                if not line.endswith(b"\n"):
-                    raise ValueError("torn line")
-                observations.append(Observation.model_validate_json(line))
-            except (ValueError, ValidationError):
-                if good_bytes + len(line) < len(raw):
-                    raise ConfigError(f"{self.path}: corrupt journal line {len(observations) + 1}") from None
-                break  # a torn last line: the kill came mid-write; that observation is redone
-            good_bytes += len(line)
-        if good_bytes < len(raw):
-            with self.path.open("r+b") as handle:
-                handle.truncate(good_bytes)
-        return observations
 
     def append(self, observation: Observation) -> None:
         """Write one observation and flush it to the OS, so a killed run keeps it."""
@@ -97,10 +69,3 @@ def observations_frame(observations: list[Observation]):
         frame[column] = frame[column].map(lambda value: json.dumps(value, sort_keys=True, default=str))
     frame["judge_replicate"] = frame["judge_replicate"].astype("Int64")
     return frame
-
-
-def write_json(path: Path, data: Any) -> None:
-    """Write JSON atomically: a kill leaves the old file or the new one, never half of one."""
-    temporary = path.with_suffix(path.suffix + ".tmp")
-    temporary.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
-    os.replace(temporary, path)

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from esac_kit.errors import ConfigError
+from esac_kit.records import PoolRecord, describe_pool
 
 HELDOUT_ENV = "ESAC_HELDOUT_SEED"
 MIN_HELDOUT_SEED_CHARS = 16
@@ -25,10 +26,15 @@ class Pool:
 
     @property
     def label(self) -> str:
-        """What reports and output may show of the pool: its name and the public seed or the commitment."""
+        """What output may show of the pool: its name and the public seed or the commitment."""
+        return describe_pool(self.name, self.commitment if self.name == "heldout" else self.seed)
+
+    @property
+    def record(self) -> PoolRecord:
+        """What a run folder and its report keep of the pool: the seed, or for the held-out pool its commitment."""
         if self.name == "heldout":
-            return f"heldout (commitment {self.commitment})"
-        return f"{self.name} (seed {self.seed})"
+            return PoolRecord(name="heldout", commitment=self.commitment)
+        return PoolRecord(name=self.name, seed=self.seed)
 
 
 def public_pool(public_seed: str) -> Pool:
@@ -56,6 +62,29 @@ def heldout_pool(seed_file: Path | None = None) -> Pool:
         raise ConfigError(f"the held-out seed is too short to resist guessing: use at least "
                           f"{MIN_HELDOUT_SEED_CHARS} characters")
     return Pool("heldout", seed, heldout_commitment(seed))
+
+
+def choose_pool(name: str, public_seed: str, seed: str | None = None, seed_file: Path | None = None) -> Pool:
+    """A new run's pool: 'public', 'heldout' (seed from $ESAC_HELDOUT_SEED or seed_file) or 'custom' (seed)."""
+    if name == "public":
+        return public_pool(public_seed)
+    if name == "heldout":
+        return heldout_pool(seed_file)
+    if name == "custom":
+        if not seed:
+            raise ConfigError("a custom pool needs a seed")
+        return custom_pool(seed)
+    raise ConfigError(f"unknown pool '{name}': public, heldout or custom")
+
+
+def recorded_pool(record: PoolRecord, seed_file: Path | None = None) -> Pool:
+    """A recorded run's pool again; a held-out one needs its seed once more, checked against the commitment."""
+    if record.name != "heldout":
+        return Pool(record.name, record.seed)
+    pool = heldout_pool(seed_file)
+    if not commitment_matches(pool.seed, record.commitment):
+        raise ConfigError("the held-out seed given does not open this run's commitment")
+    return Pool("heldout", pool.seed, record.commitment)
 
 
 def heldout_commitment(seed: str, salt: bytes | None = None) -> str:

@@ -6,116 +6,15 @@ import math
 from collections import Counter, defaultdict
 from datetime import datetime, timezone
 
-from pydantic import BaseModel
-
 from esac_kit import __version__
-from esac_kit.journal import Observation
 from esac_kit.kinds import kind_of, plan
-from esac_kit.scoring import AMENDMENT_001_PASS, PassRule, aggregate, item_score
+# The report's models live with every other record in esac_kit.records; ag.kind imports them from here.
+from esac_kit.records import CategoryScore, ItemScore, Observation, Party, Report, RunConfig, TaskEfficiency
+from esac_kit.scoring import aggregate, item_score
 from esac_kit.suite import Suite
 
 
-class ItemScore(BaseModel):
-    """One item's score (the mean of its observations) and the spread between its replicates."""
-
-    item_id: str
-    category: str
-    weight: float
-    score: float
-    observations: int
-    outcomes: dict[str, int]
-    answer_spread: float | None = None
-    judge_spread: float | None = None
-    instance_sha256: str
-
-
-class CategoryScore(BaseModel):
-    """One category's points, whether it clears the pass line (amendment 001 §10), and its uncertainty."""
-
-    id: str
-    points: float
-    max_points: float
-    passed: bool
-    ci_t: tuple[float, float] | None = None
-    ci_bootstrap: tuple[float, float] | None = None
-    p_pass: float | None = None
-    label: str | None = None
-
-
-class TaskEfficiency(BaseModel):
-    """One AG task's efficiency (amendment 001 §1): the harness's counts, the levels and which calls cost."""
-
-    item_id: str
-    success: bool
-    tool_calls: int
-    redundant: int
-    rework: int
-    invalid: int
-    tokens: int
-    effective_actions: float
-    action_level: int
-    token_level: int
-    a: float
-    t: float
-    redundant_calls: list[str]
-    rework_calls: list[str]
-    invalid_calls: list[str]
-
-
-class Party(BaseModel):
-    """A model or judge as the run used it: its name and its sampling parameters."""
-
-    name: str
-    parameters: dict[str, float | int | str | None]
-
-
-class Report(BaseModel):
-    """Everything a run says (SPEC §6): provenance, scores with uncertainty, pass/fail, failures, retries, tokens."""
-
-    schema_version: int = 1
-    run_id: str
-    suite: str
-    version: str
-    fingerprints: dict[str, str]
-    pool: str
-    model: Party
-    judge: Party | None
-    official: bool
-    notes: list[str]
-    kit_version: str
-    created_at: str
-    rendered_at: str
-    pass_fraction: float = AMENDMENT_001_PASS.fraction  # from the manifest: every label and chart uses this line
-    total: float
-    max_total: float
-    passed: bool
-    reasons: list[str]
-    total_ci_t: tuple[float, float] | None = None
-    total_ci_bootstrap: tuple[float, float] | None = None
-    categories: list[CategoryScore]
-    items: list[ItemScore]
-    model_outcomes: dict[str, int]
-    retries: dict[str, int]
-    tokens: dict[str, int]
-    capability: float | None = None  # ESAC-AG: the categories' points; total = capability + modifier
-    max_capability: float | None = None
-    modifier: float | None = None
-    max_modifier: float | None = None
-    efficiency: list[TaskEfficiency] | None = None
-
-    @property
-    def pass_rule(self) -> PassRule:
-        """The pass rule this report was scored under."""
-        return PassRule(self.pass_fraction)
-
-    def scores(self) -> dict:
-        """The part of a report that must not depend on how the run was interrupted or retried."""
-        return {"total": self.total, "passed": self.passed, "reasons": self.reasons, "modifier": self.modifier,
-                "categories": [c.model_dump() for c in self.categories],
-                "items": [(i.item_id, i.score, i.observations) for i in self.items]}
-
-
-def build_report(suite: Suite, config, observations: list[Observation]) -> Report:
+def build_report(suite: Suite, config: RunConfig, observations: list[Observation]) -> Report:
     """Aggregate a run's observations into its report."""
     from esac_kit.fingerprints import compute
 
@@ -156,10 +55,10 @@ def build_report(suite: Suite, config, observations: list[Observation]) -> Repor
         "template_version": pin.template_version if pin else None})
     report = Report(
         run_id=config.run_id, suite=config.suite, version=config.version,
-        fingerprints={"content": fingerprints.content, "scoring": fingerprints.scoring}, pool=config.pool_label,
+        fingerprints={"content": fingerprints.content, "scoring": fingerprints.scoring}, pool=config.pool,
         model=Party(name=config.model, parameters={"temperature": config.temperature,
                                                    "max_tokens_cap": config.max_tokens_cap}
-                    | ({"max_turns_cap": config.max_turns_cap} if getattr(config, "max_turns_cap", None) else {})),
+                    | ({"max_turns_cap": config.max_turns_cap} if config.max_turns_cap else {})),
         judge=judge, official=not notes, notes=notes, kit_version=__version__,
         created_at=config.created_at, rendered_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         pass_fraction=manifest.pass_fraction,
@@ -222,7 +121,7 @@ def format_report(report: Report) -> str:
     """A terminal summary of a report."""
     judge = report.judge.name if report.judge else "-"
     lines = [f"{report.suite.upper()} {report.version} | model {report.model.name} | judge {judge} | "
-             f"pool {report.pool}"]
+             f"pool {report.pool.label}"]
     lines += [f"  NOTE: {note}" for note in report.notes]
     for category in report.categories:
         mark = "ok " if category.passed else "LOW"

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 import pandas as pd
 
-from esac_kit.report import Report, TaskEfficiency
+from esac_kit.records import Report, TaskEfficiency
 
 
 def item_table(report: Report) -> pd.DataFrame:
@@ -86,7 +86,7 @@ def provenance_frame(report: Report) -> pd.DataFrame:
             ("scoring fingerprint", report.fingerprints.get("scoring", "")),
             ("model", report.model.name), ("model parameters", _params(report.model.parameters)),
             ("judge", judge.name if judge else "-"), ("judge parameters", _params(judge.parameters) if judge else "-"),
-            ("pool (seed or commitment)", report.pool), ("official", "yes" if report.official else "no"),
+            ("pool (seed or commitment)", report.pool.label), ("official", "yes" if report.official else "no"),
             ("created", report.created_at), ("rendered", report.rendered_at)]
     return pd.DataFrame(rows, columns=["field", "value"])
 

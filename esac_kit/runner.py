@@ -8,7 +8,6 @@ with everything finished kept (amendment 001 §8).
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import random
 import time
@@ -19,11 +18,12 @@ from typing import TypeVar
 
 from esac_kit.cache import ResponseCache, cache_key
 from esac_kit.errors import EsacError, InfrastructureAbort
-from esac_kit.journal import Journal, Observation
+from esac_kit.journal import Journal
 from esac_kit.kinds import Slot, kind_of
 from esac_kit.outcomes import TransientFailure
 from esac_kit.chat import ChatRequest, ModelReply
 from esac_kit.providers import Provider
+from esac_kit.records import Observation, prompt_sha256
 from esac_kit.sandbox import SandboxError
 from esac_kit.schemas import Instance, ItemSpec
 
@@ -221,7 +221,7 @@ class Runner:
             item_id=item.id, category=item.category, model_replicate=slot.model_replicate,
             judge_replicate=slot.judge_replicate, outcome=reply.outcome, score=score, score_detail=_jsonable(detail),
             response=reply.text, tokens_in=reply.tokens_in, tokens_out=reply.tokens_out, latency_s=reply.latency_s,
-            attempts=attempts, retries=dict(retries), prompt_sha256=hashlib.sha256(instance.prompt.encode()).hexdigest(),
+            attempts=attempts, retries=dict(retries), prompt_sha256=prompt_sha256(instance.prompt),
             **extra)
         self.journal.append(observation)
         self.progress.turns.pop(item.id, None)

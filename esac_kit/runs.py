@@ -1,4 +1,5 @@
-"""Runs: create or resume a run folder, start what the run needs, drive the runner and write the report."""
+"""Runs: plan a new run or the resumption of a run folder (the CLI and the run notebook both plan here), start what
+the run needs, drive the runner and write the report."""
 
 from __future__ import annotations
 
@@ -8,11 +9,11 @@ import secrets
 import sys
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
 import httpx
-from pydantic import BaseModel
 
 from esac_kit import __version__
 from esac_kit.answerers import ANSWERERS, CHARS_PER_TOKEN
@@ -21,38 +22,17 @@ from esac_kit.cache import ResponseCache
 from esac_kit.errors import ConfigError
 from esac_kit.fingerprints import bank_status
 from esac_kit.instances import build_tasks, generate
-from esac_kit.journal import CONFIG_FILE, Journal, write_json
+from esac_kit.journal import CONFIG_FILE, JOURNAL_FILE, Journal, read_journal
 from esac_kit.local import MAX_AGENT_TURN_TOKENS, MAX_AGENT_TURNS, MAX_OUTPUT_TOKENS, embedded_server
-from esac_kit.pools import Pool, commitment_matches, heldout_pool, public_pool
+from esac_kit.pools import Pool, choose_pool, recorded_pool
 from esac_kit.kinds import kind_of, plan
 from esac_kit.chat import ModelRef
 from esac_kit.providers import SERVED, Provider, make_provider, parse_model
-from esac_kit.report import Report, build_report
+from esac_kit.records import Observation, Report, RunConfig, prompt_sha256, read_record_file, write_json
+from esac_kit.report import build_report
 from esac_kit.runner import Progress, RetryPolicy, Runner, RunSettings
-from esac_kit.suite import Suite
-
-
-class RunConfig(BaseModel):
-    """Everything that defines a run, saved as run.json; it holds no secret (only the held-out commitment)."""
-
-    run_id: str
-    suite: str
-    version: str
-    pool: str
-    pool_label: str
-    pack: str | None = None
-    model: str
-    judge: str | None
-    judge_temperature: float
-    judge_max_tokens: int
-    temperature: float
-    concurrency: int
-    max_tokens_cap: int | None
-    max_turns_cap: int | None = None
-    items: list[str] | None = None
-    notes: list[str]
-    kit_version: str
-    created_at: str
+from esac_kit.schemas import Instance, ItemSpec
+from esac_kit.suite import Suite, load_suite
 
 
 def run_folder(reports_dir: Path, config: RunConfig, model: ModelRef) -> Path:
@@ -100,7 +80,7 @@ def new_config(suite: Suite, pool: Pool, model: str, judge: str | None, temperat
         notes.append(f"partial run: {len(items)} of {len(suite.items)} items")
     now = datetime.now(timezone.utc)
     return RunConfig(run_id=now.strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3), suite=suite.manifest.suite,
-                     version=suite.manifest.version, pool=pool.name, pool_label=pool.label,
+                     version=suite.manifest.version, pool=pool.record,
                      pack=str(pack) if pack else None, model=model, judge=judge,
                      judge_temperature=pin.temperature if pin else 0.0,
                      judge_max_tokens=pin.max_tokens if pin else 1024, temperature=temperature,
@@ -110,24 +90,79 @@ def new_config(suite: Suite, pool: Pool, model: str, judge: str | None, temperat
 
 
 def load_config(folder: Path) -> RunConfig:
-    """Read a run folder's run.json, or say clearly why it cannot be resumed."""
+    """Read a run folder's run.json (a legacy one is migrated on read), or say clearly why it cannot be used."""
     path = folder / CONFIG_FILE
     if not path.is_file():
         raise ConfigError(f"{path}: not a run folder (no {CONFIG_FILE})")
-    return RunConfig.model_validate_json(path.read_text(encoding="utf-8"))
+    return read_record_file(RunConfig, path)
 
 
-def pool_for(config: RunConfig, suite: Suite, seed_file: Path | None) -> Pool:
-    """Rebuild a run's pool; a resumed held-out run must be given the same seed, checked against its commitment."""
-    if config.pool == "public":
-        return public_pool(suite.manifest.public_seed)
-    if config.pool == "heldout":
-        pool = heldout_pool(seed_file)
-        commitment = config.pool_label.split("commitment ", 1)[1].rstrip(")")
-        if not commitment_matches(pool.seed, commitment):
-            raise ConfigError("the held-out seed given does not open this run's commitment")
-        return Pool("heldout", pool.seed, commitment)
-    return Pool(config.pool, config.pool_label.split("seed ", 1)[1].rstrip(")"))
+@dataclass
+class RunPlan:
+    """A run ready to execute: its folder, config, suite, pool and instances, and how much of it is already done."""
+
+    folder: Path
+    config: RunConfig
+    suite: Suite
+    pool: Pool
+    items: list[ItemSpec]
+    instances: dict[str, Instance]
+    tasks: dict[str, object]  # AG items' live tasks, built once per run
+    planned: int
+    done: int
+    resumed: bool
+
+
+def plan_run(suite_id: str = "gi", pool: str = "public", model: str = "local", judge: str | None = None,
+             concurrency: int = 4, temperature: float = 1.0, seed: str | None = None, seed_file: Path | None = None,
+             pack: Path | None = None, only: list[str] | None = None, reports_dir: Path = Path("reports"),
+             items_dir: Path | None = None) -> RunPlan:
+    """Settle a new run: pool 'public', 'heldout' (seed from $ESAC_HELDOUT_SEED or seed_file) or 'custom' (seed);
+    the judge defaults to the suite's pin, or 'local' when the model is local; nothing is written yet."""
+    suite = load_suite(suite_id, items_dir)
+    chosen = choose_pool(pool, suite.manifest.public_seed, seed, seed_file)
+    model = model.strip()
+    judge = (judge or "").strip() or ("local" if model == "local" else None)
+    ref = parse_model(model)
+    if judge:
+        parse_model(judge)
+    for item_id in only or []:
+        suite.item(item_id)
+    if concurrency < 1:
+        raise ConfigError("concurrency must be at least 1")
+    config = new_config(suite, chosen, model, judge, temperature, concurrency, pack, list(only) if only else None)
+    return _settle(run_folder(reports_dir, config, ref), config, suite, chosen, [], resumed=False)
+
+
+def plan_resume(folder: Path, seed_file: Path | None = None, items_dir: Path | None = None) -> RunPlan:
+    """Settle the continuation of a run folder: its own config, suite version and pool (a held-out seed must open
+    the recorded commitment), and the same instances its journal answered."""
+    config = load_config(folder)
+    suite = load_suite(config.suite, items_dir)
+    if suite.manifest.version != config.version:
+        raise ConfigError(f"{folder}: run of {config.suite} {config.version} cannot resume under "
+                          f"{suite.manifest.version}")
+    pool = recorded_pool(config.pool, seed_file)
+    return _settle(folder, config, suite, pool, read_journal(folder / JOURNAL_FILE, owner=False), resumed=True)
+
+
+def _settle(folder: Path, config: RunConfig, suite: Suite, pool: Pool, journalled: list[Observation],
+            resumed: bool) -> RunPlan:
+    """Generate the run's instances (a missing pack stops here, before any write), which must be the very ones
+    its journal answered."""
+    items = [i for i in suite.items if not config.items or i.id in config.items]
+    pack = Path(config.pack) if config.pack else None
+    tasks = build_tasks(suite, items, pool)
+    instances = {i.id: generate(suite, i, pool, pack, tasks.get(i.id)) for i in items}
+    digests = {item_id: prompt_sha256(instance.prompt) for item_id, instance in instances.items()}
+    for observation in journalled:
+        expected = digests.get(observation.item_id)
+        # a line written before observations kept their prompt's digest cannot be checked
+        if observation.prompt_sha256 and expected and observation.prompt_sha256 != expected:
+            raise ConfigError(f"{folder / JOURNAL_FILE}: item '{observation.item_id}' was answered on another "
+                              f"instance (prompt digest differs): the pool or the item bank changed since the run "
+                              f"started")
+    return RunPlan(folder, config, suite, pool, items, instances, tasks, len(plan(items)), len(journalled), resumed)
 
 
 @contextlib.contextmanager
@@ -147,29 +182,24 @@ def endpoints_for(models: list[str | None], tasks: dict | None = None) -> Iterat
         yield urls
 
 
-def execute(folder: Path, config: RunConfig, suite: Suite, pool: Pool, policy: RetryPolicy,
-            cache: ResponseCache, on_progress: Callable[[Progress], None] | None = None) -> Report:
-    """Run (or continue) the plan in a run folder and write its report; an abort keeps the journal."""
-    items = [i for i in suite.items if not config.items or i.id in config.items]
-    pack = Path(config.pack) if config.pack else None
-    tasks = build_tasks(suite, items, pool)
-    # A missing pack stops here, before any write.
-    instances = {i.id: generate(suite, i, pool, pack, tasks.get(i.id)) for i in items}
-    folder.mkdir(parents=True, exist_ok=True)
-    write_json(folder / CONFIG_FILE, config.model_dump())
-    journal = Journal(folder)
+def execute(run: RunPlan, policy: RetryPolicy, cache: ResponseCache,
+            on_progress: Callable[[Progress], None] | None = None) -> Report:
+    """Run (or continue) a planned run in its folder and write its report; an abort keeps the journal."""
+    run.folder.mkdir(parents=True, exist_ok=True)
+    write_json(run.folder / CONFIG_FILE, run.config.model_dump(mode="json"))
+    journal = Journal(run.folder)
     try:
-        with endpoints_for([config.model, config.judge], tasks) as urls:
-            observations = asyncio.run(_drive(config, suite, items, instances, tasks, journal, policy, cache,
-                                              urls, on_progress))
+        with endpoints_for([run.config.model, run.config.judge], run.tasks) as urls:
+            observations = asyncio.run(_drive(run, journal, policy, cache, urls, on_progress))
     finally:
         journal.close()
-    report = build_report(suite, config, observations)
-    write_artefacts(folder, report, observations)
+    report = build_report(run.suite, run.config, observations)
+    write_artefacts(run.folder, report, observations)
     return report
 
 
-async def _drive(config, suite, items, instances, tasks, journal, policy, cache, urls, on_progress):
+async def _drive(run, journal, policy, cache, urls, on_progress):
+    config, suite = run.config, run.suite
     limits = httpx.Limits(max_connections=max(8, config.concurrency * 2))
     async with httpx.AsyncClient(limits=limits) as client:
         def provider(name: str | None) -> Provider | None:
@@ -184,10 +214,10 @@ async def _drive(config, suite, items, instances, tasks, journal, policy, cache,
                                policy=policy, cache=cache, max_tokens_cap=config.max_tokens_cap,
                                max_turns_cap=config.max_turns_cap,
                                on_progress=on_progress)
-        runner = Runner(settings, journal, {i.id: i for i in items}, instances,
-                        suite.manifest.output_budget_tokens, suite.manifest.time_budget_s, tasks,
+        runner = Runner(settings, journal, {i.id: i for i in run.items}, run.instances,
+                        suite.manifest.output_budget_tokens, suite.manifest.time_budget_s, run.tasks,
                         suite.manifest.episode_token_budget)
-        return await runner.run(plan(items))
+        return await runner.run(plan(run.items))
 
 
 def terminal_progress(stream=None) -> Callable[[Progress], None]:

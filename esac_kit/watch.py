@@ -1,5 +1,6 @@
 """What a notebook needs of the command line and of run folders: its arguments, finding and reading runs while
-they grow, and starting, resuming and watching a run in a worker thread beside the kernel's event loop."""
+they grow, and executing a planned run (runs.plan_run, runs.plan_resume) in a worker thread beside the kernel's
+event loop while the notebook watches it."""
 
 from __future__ import annotations
 
@@ -7,14 +8,17 @@ import concurrent.futures
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
-from pydantic import ValidationError
 
 from esac_kit.errors import ConfigError
-from esac_kit.journal import CONFIG_FILE, JOURNAL_FILE, Observation, observations_frame
-from esac_kit.report import Report
-from esac_kit.suite import Suite, default_items_dir, load_suite
+from esac_kit.journal import CONFIG_FILE, JOURNAL_FILE, observations_frame, read_journal
+from esac_kit.records import Observation, Report
+from esac_kit.suite import default_items_dir
+
+if TYPE_CHECKING:
+    from esac_kit.runs import RunPlan
 
 
 def notebook_args() -> dict:
@@ -58,22 +62,8 @@ def run_label(folder: Path) -> str:
 
 
 def read_observations(folder: Path) -> list[Observation]:
-    """A run folder's observations so far, read-only: safe while a run appends (a torn last line is skipped,
-    never truncated, unlike journal.Journal, which owns the file)."""
-    path = folder / JOURNAL_FILE
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        return []
-    observations = []
-    for number, line in enumerate(raw.splitlines(keepends=True), 1):
-        if not line.endswith(b"\n"):
-            break  # being written right now
-        try:
-            observations.append(Observation.model_validate_json(line))
-        except (ValueError, ValidationError):
-            raise ConfigError(f"{path}: corrupt journal line {number}") from None
-    return observations
+    """A run folder's observations so far, read-only: safe while a run appends (a torn last line is skipped)."""
+    return read_journal(folder / JOURNAL_FILE, owner=False)
 
 
 def run_frame(folder: Path) -> pd.DataFrame:
@@ -82,74 +72,6 @@ def run_frame(folder: Path) -> pd.DataFrame:
     if not observations:
         raise ConfigError(f"{folder}: no observations yet")
     return observations_frame(observations)
-
-
-
-
-@dataclass
-class RunPlan:
-    """A run ready to execute: its folder, config, suite and pool, and how much of it is already done."""
-
-    folder: Path
-    config: object  # runs.RunConfig
-    suite: Suite
-    pool: object  # pools.Pool
-    planned: int
-    done: int
-    resumed: bool
-
-
-def _planned(suite: Suite, config) -> int:
-    from esac_kit.kinds import plan
-
-    return len(plan([i for i in suite.items if not config.items or i.id in config.items]))
-
-
-def plan_new_run(suite_id: str = "gi", pool: str = "public", model: str = "local", judge: str | None = None,
-                 concurrency: int = 4, temperature: float = 1.0, seed: str | None = None,
-                 seed_file: Path | None = None, pack: Path | None = None, only: list[str] | None = None,
-                 reports_dir: Path = Path("reports"), items_dir: Path | None = None) -> RunPlan:
-    """Settle a new run as `esac-kit run` does: pool 'public', 'heldout' (seed from $ESAC_HELDOUT_SEED or seed_file)
-    or 'custom' (an explicit seed); the judge defaults to the suite's pin, or 'local' when the model is local."""
-    from esac_kit.pools import custom_pool, heldout_pool, public_pool
-    from esac_kit.providers import parse_model
-    from esac_kit.runs import new_config, run_folder
-
-    suite = load_suite(suite_id, items_dir)
-    if pool == "public":
-        chosen = public_pool(suite.manifest.public_seed)
-    elif pool == "heldout":
-        chosen = heldout_pool(seed_file)
-    elif pool == "custom":
-        if not seed:
-            raise ConfigError("a custom pool needs a seed")
-        chosen = custom_pool(seed)
-    else:
-        raise ConfigError(f"unknown pool '{pool}': public, heldout or custom")
-    model = model.strip()
-    judge = (judge or "").strip() or ("local" if model == "local" else None)
-    ref = parse_model(model)
-    if judge:
-        parse_model(judge)
-    for item_id in only or []:
-        suite.item(item_id)
-    if concurrency < 1:
-        raise ConfigError("concurrency must be at least 1")
-    config = new_config(suite, chosen, model, judge, temperature, concurrency, pack, list(only) if only else None)
-    return RunPlan(run_folder(reports_dir, config, ref), config, suite, chosen, _planned(suite, config), 0, False)
-
-
-def plan_resume(folder: Path, seed_file: Path | None = None, items_dir: Path | None = None) -> RunPlan:
-    """Settle the continuation of a run folder, as `esac-kit run --resume` does."""
-    from esac_kit.runs import load_config, pool_for
-
-    config = load_config(folder)
-    suite = load_suite(config.suite, items_dir)
-    if suite.manifest.version != config.version:
-        raise ConfigError(f"{folder}: run of {config.suite} {config.version} cannot resume under "
-                          f"{suite.manifest.version}")
-    pool = pool_for(config, suite, seed_file)
-    return RunPlan(folder, config, suite, pool, _planned(suite, config), len(read_observations(folder)), True)
 
 
 @dataclass(frozen=True)
@@ -181,8 +103,7 @@ class RunHandle:
         policy = policy or RetryPolicy()
         cache = cache or ResponseCache(None)
         executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="esac-run")
-        self.future = executor.submit(execute, plan.folder, plan.config, plan.suite, plan.pool, policy, cache,
-                                      self._on_progress)
+        self.future = executor.submit(execute, plan, policy, cache, self._on_progress)
         executor.shutdown(wait=False)
 
     def _on_progress(self, progress) -> None:

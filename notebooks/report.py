@@ -54,7 +54,7 @@ def _(report, run):
                           "(amendment 001 §10)", bordered=True))
     mo.vstack([
         mo.md(f"# {report.suite.upper()} {report.version} · {report.model.name}\n\n"
-              f"Run `{report.run_id}` · judge `{_judge}` · pool {report.pool} · folder `{run}`"),
+              f"Run `{report.run_id}` · judge `{_judge}` · pool {report.pool.label} · folder `{run}`"),
         mo.hstack(_stats, justify="start"),
         mo.callout(mo.md(_status), kind="success" if report.official else "warn"),
         mo.md(f"**Why {_verdict.lower()}:**\n\n{_reasons}"),

@@ -9,7 +9,7 @@ with app.setup:
     import altair as alt
     import marimo as mo
 
-    from esac_kit import report_tables, watch
+    from esac_kit import report_tables, runs, watch
     from esac_kit.charts import category_chart
     from esac_kit.errors import EsacError
     from esac_kit.report import format_report
@@ -108,9 +108,9 @@ def _(concurrency, judge, model, only, pack, pool_choice, reports_dir, resume, r
     _seed_file = Path(seed_file.value) if seed_file.value.strip() else None
     try:
         if resume.value:
-            plan = watch.plan_resume(Path(resume.value), _seed_file)
+            plan = runs.plan_resume(Path(resume.value), _seed_file)
         else:
-            plan = watch.plan_new_run(
+            plan = runs.plan_run(
                 suite_choice.value, pool_choice.value, model.value, judge.value or None, concurrency.value,
                 seed=seed.value.strip() or None, seed_file=_seed_file,
                 pack=Path(pack.value) if pack.value.strip() else None, only=list(only.value) or None,

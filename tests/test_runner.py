@@ -215,7 +215,8 @@ def test_no_api_key_or_heldout_seed_reaches_any_file(tmp_path, monkeypatch, caps
         data = path.read_bytes()
         assert seed.encode() not in data and key.encode() not in data, path
     report = load_report(run_folder_of(tmp_path / "reports"))
-    assert report["pool"].startswith("heldout (commitment sha256:") and report["total"] == pytest.approx(100)
+    assert report["pool"]["name"] == "heldout" and report["pool"]["seed"] is None
+    assert report["pool"]["commitment"].startswith("sha256:") and report["total"] == pytest.approx(100)
 
 
 def test_an_invalid_verdict_is_never_cached_so_its_retry_asks_again(answers, tmp_path):
@@ -251,3 +252,75 @@ def test_a_verdict_with_a_raw_newline_in_its_rationale_parses():
     levels = ", ".join(f'"{c.id}": 2' for c in rubric.criteria if c.verified_in_code is None)
     verdict = parse_verdict('{"rationale": "line one\nline two", "levels": {' + levels + "}}", rubric, "judge")
     assert verdict.rationale == "line one\nline two"
+
+
+SEED_V2 = "seed-(v2)"  # a seed whose own closing parenthesis a label-parsing resume used to drop
+SEED_ITEMS = ("quant-tank-mixing", "logic-zebra", "code-stack-machine", "context-grant-panel", "writing-lay-explainer",
+              "calibration-usage-check")
+
+
+def seed_digests(seed: str) -> dict[str, str]:
+    """Each SEED_ITEMS item's prompt digest on a custom pool."""
+    from esac_kit.instances import generate
+    from esac_kit.pools import custom_pool
+    from esac_kit.records import prompt_sha256
+    from esac_kit.suite import load_suite
+
+    suite = load_suite("gi")
+    return {i: prompt_sha256(generate(suite, suite.item(i), custom_pool(seed)).prompt) for i in SEED_ITEMS}
+
+
+def test_a_custom_seed_run_killed_and_resumed_keeps_its_pool_and_gives_the_uninterrupted_report(tmp_path):
+    from esac_kit.pools import custom_pool
+
+    answers = reference_answers(custom_pool(SEED_V2))  # right on this pool's instances only
+    with LoopbackServer(answers, latency_s=0.05) as server:
+        run = ["--seed", SEED_V2, "--model", f"openai:m@{server.url}", "--judge", f"openai:j@{server.url}",
+               "--no-cache", "--concurrency", "1", "--only", *SEED_ITEMS]
+        assert esac_run(*run, "--reports", str(tmp_path / "whole")) == 0
+        whole = load_report(run_folder_of(tmp_path / "whole"))
+        command = [sys.executable, "-m", "esac_kit.cli", "run", *run, "--reports", str(tmp_path / "killed")]
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            lines = list((tmp_path / "killed").rglob("observations.jsonl"))
+            if lines and len(lines[0].read_text().splitlines()) >= 2:
+                break
+            time.sleep(0.01)
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        folder = run_folder_of(tmp_path / "killed")
+        kept = [json.loads(line) for line in (folder / "observations.jsonl").read_text().splitlines(keepends=True)
+                if line.endswith("\n")]  # a line the kill tore is redone on resume
+        assert 2 <= len(kept) < 12 and not (folder / "report.json").exists()
+        assert esac_run("--resume", str(folder), "--no-cache") == 0
+    record = {"name": "custom", "seed": SEED_V2, "commitment": None}
+    assert json.loads((folder / "run.json").read_text())["pool"] == record and load_report(folder)["pool"] == record
+    digests = seed_digests(SEED_V2)
+    assert all(o["prompt_sha256"] == digests[o["item_id"]] for o in journal(folder))
+    assert journal(folder)[: len(kept)] == kept and len(journal(folder)) == 12
+    assert scores_of(load_report(folder)) == scores_of(whole) and whole["total"] > 0
+
+
+def test_resuming_on_other_instances_exits_2_naming_the_first_item_and_asks_nothing(tmp_path, capsys):
+    from esac_kit.pools import custom_pool
+
+    with LoopbackServer(reference_answers(custom_pool(SEED_V2))) as server:
+        assert esac_run("--seed", SEED_V2, "--model", f"openai:m@{server.url}", "--reports", str(tmp_path),
+                        "--no-cache", "--only", *SEED_ITEMS[:2]) == 0
+        folder = run_folder_of(tmp_path)
+        config = json.loads((folder / "run.json").read_text())
+        config["pool"]["seed"] = "seed-(v2"  # the pool a label-parsing resume used to rebuild
+        (folder / "run.json").write_text(json.dumps(config))
+        (folder / "report.json").unlink()
+        kept, requests = (folder / "observations.jsonl").read_bytes(), server.requests
+        capsys.readouterr()
+        assert esac_run("--resume", str(folder), "--no-cache") == 2
+        assert server.requests == requests
+    message = capsys.readouterr().err.strip()
+    first = journal(folder)[0]["item_id"]  # the first journalled observation is the first to differ
+    assert first in SEED_ITEMS[:2]
+    assert message == (f"esac-kit: error: {folder / 'observations.jsonl'}: item '{first}' was answered on "
+                       f"another instance (prompt digest differs): the pool or the item bank changed since the run "
+                       f"started")
+    assert (folder / "observations.jsonl").read_bytes() == kept and not (folder / "report.json").exists()

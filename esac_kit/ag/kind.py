@@ -17,7 +17,7 @@ from esac_kit.errors import ConfigError
 from esac_kit.kinds import CORE_SCORING_MODULES, Kind, VerifyOutcome, register
 from esac_kit.chat import ChatRequest, ModelReply
 from esac_kit.providers import ServedModels, register_served
-from esac_kit.report import Report, TaskEfficiency
+from esac_kit.records import Report, TaskEfficiency
 from esac_kit.schemas import AgenticKey, Generated
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import os
 import tempfile
 import threading
 from collections.abc import Callable, Mapping
@@ -18,6 +17,7 @@ from pydantic import ValidationError
 
 from esac_kit.errors import ConfigError
 from esac_kit.kinds import kind_of
+from esac_kit.records import write_atomic
 from esac_kit.schemas import ItemSpec, Rubric, Variant
 from esac_kit.suite import Suite
 from esac_kit.version import major_of
@@ -138,9 +138,7 @@ def save_rubric(suite: Suite, item_id: str, rubric: Rubric) -> Path:
             raise ConfigError(f"{path}: the edited item does not validate: {error}") from None
     if saved.rubric != rubric:
         raise ConfigError(f"{path}: the saved rubric would differ from the edited one")
-    temporary = path.with_suffix(".toml.tmp")
-    temporary.write_text(text, encoding="utf-8")
-    os.replace(temporary, path)
+    write_atomic(path, text)
     return path
 
 
