@@ -112,12 +112,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     cache = ResponseCache(None if args.no_cache else (args.cache or default_cache_dir()))
     if args.resume:
         run = plan_resume(args.resume, args.heldout_seed_file, args.items)
+        if args.no_time_budget or args.unsafe_sandbox:
+            raise ConfigError("--no-time-budget and --unsafe-sandbox are part of a run's definition: a resumed run "
+                              "keeps the ones it started with")
         _official_or_refuse(args, run.config)
         print(f"resuming {run.folder}", flush=True)
     else:
         run = plan_run(args.suite, _pool_name(args), args.model, args.judge, args.concurrency, args.temperature,
                        seed=args.seed, seed_file=args.heldout_seed_file, pack=args.pack, only=args.only,
-                       reports_dir=args.reports, items_dir=args.items)
+                       reports_dir=args.reports, items_dir=args.items, time_budgets=not args.no_time_budget,
+                       unsafe_sandbox=args.unsafe_sandbox)
         config, manifest = run.config, run.suite.manifest
         _official_or_refuse(args, config)
         print(f"run {config.run_id}: {manifest.name} {manifest.version}, model {config.model}, "
@@ -139,7 +143,7 @@ def _official_or_refuse(args: argparse.Namespace, config) -> None:
 def cmd_report(args: argparse.Namespace) -> int:
     """Re-render a run folder's artefacts from its journal; --html also exports the report notebook."""
     from esac_kit.artefacts import write_artefacts
-    from esac_kit.journal import JOURNAL_FILE, read_journal
+    from esac_kit.journal import JOURNAL_FILE, read_journal, read_unlanded_retries
     from esac_kit.report import build_report, format_report
     from esac_kit.runs import load_config
 
@@ -149,7 +153,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         raise ConfigError(f"{args.run}: a run of {config.suite} {config.version} cannot be rendered by the "
                           f"{suite.manifest.version} item bank")
     observations = read_journal(args.run / JOURNAL_FILE, owner=False)  # the run may still be appending
-    report = build_report(suite, config, observations)
+    report = build_report(suite, config, observations, read_unlanded_retries(args.run))
     written = write_artefacts(args.run, report, observations)
     print(format_report(report))
     if args.html:
@@ -352,6 +356,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--resume", type=Path, metavar="RUN", help="continue a killed or aborted run folder")
     run.add_argument("--cache", type=Path, help="response cache folder (default: $ESAC_CACHE or ~/.cache/esac-kit)")
     run.add_argument("--no-cache", action="store_true", help="neither read nor write the response cache")
+    run.add_argument("--no-time-budget", action="store_true",
+                     help="no time budgets, for slow answerers such as people (recorded; the run is unofficial)")
+    run.add_argument("--unsafe-sandbox", action="store_true",
+                     help="run model code even where the kernel offers no sandbox wall (recorded; unofficial)")
     run.add_argument("--outage-budget-s", type=positive_float, default=600.0,
                      help="retry a failing call for up to this many seconds of outage, then abort (default 600)")
     run.add_argument("--max-attempts", type=positive_int, default=None,

@@ -114,17 +114,22 @@ def leaderboard(reports_dir: Path, items_dir: Path | None = None) -> tuple[pd.Da
 
 
 def _scoring_of_versions(reports: list[Report], items_dir: Path | None) -> dict[tuple[str, str], str | None]:
-    """Each (suite, version)'s scoring fingerprint: the recorded one, else the one most of its runs share (None on
-    a tie, so that no run of it stands in the table as the reference)."""
-    from esac_kit.fingerprints import recorded_versions
-    from esac_kit.suite import default_items_dir
+    """Each (suite, version)'s scoring fingerprint: the recorded one (for an open draft, the bank's as it is now),
+    else the one most of its runs share (None on a tie, so that no run of it stands in the table as the reference)."""
+    from esac_kit.fingerprints import compute, recorded_versions
+    from esac_kit.suite import default_items_dir, load_suite
 
     seen: dict[tuple[str, str], Counter] = {}
     for report in reports:
         seen.setdefault((report.suite, report.version), Counter())[report.fingerprints.get("scoring")] += 1
     expected = {}
     for (suite, version), counts in seen.items():
-        recorded = {r.version: r.scoring for r in recorded_versions((items_dir or default_items_dir()) / suite)}
+        history = recorded_versions((items_dir or default_items_dir()) / suite)
+        recorded = {r.version: r.scoring for r in history}
+        if history and history[-1].status == "draft" and history[-1].version == version:
+            bank = load_suite(suite, items_dir)
+            if bank.manifest.version == version:
+                recorded[version] = compute(bank).scoring
         (top, n), *rest = counts.most_common()
         expected[(suite, version)] = recorded.get(version) or (None if rest and rest[0][1] == n else top)
     return expected

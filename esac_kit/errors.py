@@ -27,3 +27,9 @@ class VerificationFailed(EsacError):
     """`esac-kit verify` found an item that breaks one of its guarantees."""
 
     exit_code = 1
+
+
+class RunStopped(EsacError):
+    """A run was stopped on request (a notebook's Stop): what finished is journalled and the folder is unlocked."""
+
+    exit_code = 130

@@ -55,6 +55,22 @@ def transient_faults(rate: float, kinds: tuple[str, ...] = ("429", "500", "503",
     return fault
 
 
+def outage(after_requests: int, lasting_s: float, kind: str = "503") -> Fault:
+    """Answer normally for a number of requests, then fail every request for `lasting_s` seconds (forever: inf)."""
+    state = {"seen": 0, "began": None}
+    lock = threading.Lock()
+
+    def fault(body: dict[str, Any], attempt: int) -> str | None:
+        with lock:
+            state["seen"] += 1
+            if state["seen"] <= after_requests:
+                return None
+            state["began"] = state["began"] or time.monotonic()
+            return kind if time.monotonic() - state["began"] < lasting_s else None
+
+    return fault
+
+
 class LoopbackServer:
     """Serves /v1/chat/completions, /v1/messages and /v1/models on 127.0.0.1 on a free port."""
 

@@ -19,6 +19,9 @@ from esac_kit.scoring import AMENDMENT_001_PASS, PassRule
 FORMAT_VERSION = 2  # of run.json and of the journal's lines
 LEGACY_FORMAT = 1  # a stored record without format_version: written before records were versioned
 REPORT_SCHEMA_VERSION = 2  # of report.json; 2: the pool as fields, no longer a label
+# A stored response keeps at most this many characters per token of its output budget (a model cannot write more
+# legitimately); its full length and SHA-256 are kept beside it, and it was scored whole before it was stored.
+RESPONSE_CHARS_PER_TOKEN = 16
 
 
 # ---------------------------------------------------------------- writing and reading
@@ -144,6 +147,9 @@ class RunConfig(Versioned):
     max_tokens_cap: int | None
     max_turns_cap: int | None = None
     items: list[str] | None = None
+    journal_chained_from: int | None = 0  # journal lines from here on carry the hash chain (None: not yet opened)
+    time_budgets: bool = True  # False: --no-time-budget, for slow outside answerers such as people (unofficial)
+    unsafe_sandbox: bool = False  # True: --unsafe-sandbox let model code run without the kernel's wall (unofficial)
     notes: list[str]
     kit_version: str
     created_at: str
@@ -154,7 +160,8 @@ class RunConfig(Versioned):
         # A legacy run.json kept the pool as a name and a label; migrated, it is format 2 and is saved as such.
         if isinstance(data, dict) and data.get("format_version") == LEGACY_FORMAT and "pool_label" in data:
             data = {k: v for k, v in data.items() if k != "pool_label"} | {
-                "format_version": FORMAT_VERSION, "pool": _legacy_pool(data["pool_label"])}
+                "format_version": FORMAT_VERSION, "pool": _legacy_pool(data["pool_label"]),
+                "journal_chained_from": None}  # its journal's existing lines predate the chain
         return data
 
 
@@ -236,6 +243,9 @@ class Observation(Versioned):
     judge_tokens_in: int = 0
     judge_tokens_out: int = 0
     prompt_sha256: str = ""
+    response_sha256: str = ""  # of the whole response, stored or not
+    response_chars: int | None = None  # the whole response's length when the stored one was cut to its cap
+    chain: str = ""  # SHA-256 of the previous line's chain and this line: an edited journal is evident
 
     @field_validator("score_detail")
     @classmethod
@@ -320,6 +330,8 @@ class Report(BaseModel):
     judge: Party | None
     official: bool
     notes: list[str]
+    journal_head: str | None = None  # the journal's last chain hash: the journal this report was rendered from
+    tampered: bool = False  # a journal line does not match its hash chain: edited after it was written
     kit_version: str
     created_at: str
     rendered_at: str

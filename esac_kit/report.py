@@ -14,10 +14,17 @@ from esac_kit.scoring import aggregate, item_score
 from esac_kit.suite import Suite
 
 
-def build_report(suite: Suite, config: RunConfig, observations: list[Observation]) -> Report:
-    """Aggregate a run's observations into its report."""
+def build_report(suite: Suite, config: RunConfig, observations: list[Observation],
+                 unlanded_retries: dict[str, int] | None = None) -> Report:
+    """Aggregate a run's observations (in journal order) into its report, with the retries of calls that never
+    landed; a journal that breaks its hash chain is reported as tampered, and the run as unofficial."""
     from esac_kit.fingerprints import compute
+    from esac_kit.journal import JOURNAL_FILE, broken_link, check_slots
 
+    check_slots(observations, {i.id for i in suite.items}, JOURNAL_FILE)
+    chained_from = config.journal_chained_from
+    broken = None if chained_from is None else broken_link(observations, chained_from)
+    chained = observations[chained_from:] if chained_from is not None else []
     ordered = sorted(observations, key=lambda o: (o.item_id, o.model_replicate, o.judge_replicate or 0))
     by_item: dict[str, list[Observation]] = defaultdict(list)
     for observation in ordered:
@@ -38,10 +45,13 @@ def build_report(suite: Suite, config: RunConfig, observations: list[Observation
     planned_items = [i for i in suite.items if not config.items or i.id in config.items]
     planned = len(plan(planned_items))
     notes = list(config.notes)
+    if broken is not None:
+        notes.append(f"tampered: journal line {broken} does not match its hash chain: the journal was edited after "
+                     f"it was written")
     if len(ordered) < planned:
         notes.append(f"incomplete run: {len(ordered)} of {planned} observations; resume it to finish")
     answers = {(o.item_id, o.model_replicate): o for o in ordered}
-    retries: Counter = Counter()
+    retries: Counter = Counter(unlanded_retries or {})
     for observation in ordered:
         retries.update(observation.retries)
     tokens = {"model_in": sum(o.tokens_in for o in answers.values()),
@@ -59,7 +69,8 @@ def build_report(suite: Suite, config: RunConfig, observations: list[Observation
         model=Party(name=config.model, parameters={"temperature": config.temperature,
                                                    "max_tokens_cap": config.max_tokens_cap}
                     | ({"max_turns_cap": config.max_turns_cap} if config.max_turns_cap else {})),
-        judge=judge, official=not notes, notes=notes, kit_version=__version__,
+        judge=judge, official=not notes, notes=notes, kit_version=__version__, tampered=broken is not None,
+        journal_head=chained[-1].chain if chained else None,
         created_at=config.created_at, rendered_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         pass_fraction=manifest.pass_fraction,
         total=round(result.total, 9), max_total=manifest.total_points, passed=result.passed, reasons=result.reasons,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import threading
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
@@ -17,13 +18,13 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from esac_kit.cache import ResponseCache, cache_key
-from esac_kit.errors import EsacError, InfrastructureAbort
+from esac_kit.errors import EsacError, InfrastructureAbort, RunStopped
 from esac_kit.journal import Journal
 from esac_kit.kinds import Slot, kind_of
 from esac_kit.outcomes import TransientFailure
 from esac_kit.chat import ChatRequest, ModelReply
 from esac_kit.providers import Provider
-from esac_kit.records import Observation, prompt_sha256
+from esac_kit.records import RESPONSE_CHARS_PER_TOKEN, Observation, prompt_sha256
 from esac_kit.sandbox import SandboxError
 from esac_kit.schemas import Instance, ItemSpec
 
@@ -111,6 +112,7 @@ class RunSettings:
     cache: ResponseCache
     max_tokens_cap: int | None = None
     max_turns_cap: int | None = None
+    time_budgets: bool = True  # False: --no-time-budget; answers are never cut or classed by time
     on_progress: Callable[[Progress], None] | None = None
 
 
@@ -133,13 +135,15 @@ class Runner:
         self._limits: dict[str, asyncio.Semaphore] = {}
         self.episode_slots = asyncio.Semaphore(settings.concurrency)  # whole AG episodes, not single requests
         self.progress: Progress | None = None
+        self._landed_retries: Counter = Counter()  # retries of the observations this session journalled
 
     def _limit(self, provider: Provider) -> asyncio.Semaphore:
         # Bounded per provider endpoint, so model and judge on one server share its limit.
         return self._limits.setdefault(provider.endpoint, asyncio.Semaphore(self.settings.concurrency))
 
-    async def run(self, slots: list[Slot]) -> list[Observation]:
-        """Fill every slot not already journalled; raise InfrastructureAbort when a failure persists."""
+    async def run(self, slots: list[Slot], stop: threading.Event | None = None) -> list[Observation]:
+        """Fill every slot not already journalled; raise InfrastructureAbort when a failure persists, and RunStopped
+        soon after `stop` is set (what finished is journalled)."""
         done = {o.slot for o in self.journal.observations}
         self.progress = Progress(total=len(slots), done=len(done & {s.key for s in slots}))
         self.progress.resumed = self.progress.done
@@ -152,10 +156,13 @@ class Runner:
         ordered = sorted(pending.items(), key=lambda entry: -len(entry[1]))
         try:
             async with asyncio.TaskGroup() as group:
-                for (item_id, replicate), item_slots in ordered:
-                    item = self.items[item_id]
-                    group.create_task(kind_of(item).observe(self, item, self.instances[item_id], replicate,
-                                                            item_slots))
+                watcher = group.create_task(_watch(stop)) if stop is not None else None
+                observers = [group.create_task(kind_of(self.items[item_id]).observe(
+                    self, self.items[item_id], self.instances[item_id], replicate, item_slots))
+                    for (item_id, replicate), item_slots in ordered]
+                if watcher is not None:
+                    await asyncio.gather(*observers)
+                    watcher.cancel()
         except* EsacError as failed:  # an abort or a configuration error: the first one speaks for the run
             raise failed.exceptions[0] from None
         return self.journal.observations
@@ -165,9 +172,9 @@ class Runner:
         budget = item.output_budget_tokens or self.default_budget_tokens
         return min(budget, self.settings.max_tokens_cap) if self.settings.max_tokens_cap else budget
 
-    def time_budget(self, item: ItemSpec) -> float:
-        """The item's time budget in seconds (per episode for AG)."""
-        return item.time_budget_s or self.default_budget_s
+    def time_budget(self, item: ItemSpec) -> float | None:
+        """The item's time budget in seconds (per episode for AG); None when the run takes no time budgets."""
+        return (item.time_budget_s or self.default_budget_s) if self.settings.time_budgets else None
 
     async def model_answer(self, item: ItemSpec, instance: Instance, replicate: int) -> tuple[ModelReply, int, Counter]:
         """The model's answer to an instance; a resumed judged item reuses its journalled answer and asks nothing."""
@@ -190,7 +197,8 @@ class Runner:
         cached = cache.get(key) if key else None
         if cached is not None and _passes(check, cached):
             return cached, 1, Counter()
-        timeout = self.settings.policy.request_timeout_s or (time_budget_s or self.default_budget_s) + 30
+        budget = time_budget_s if time_budget_s not in (None, float("inf")) else self.default_budget_s
+        timeout = self.settings.policy.request_timeout_s or budget + 30
         queued = [0.0]
 
         async def once() -> ModelReply:
@@ -214,20 +222,28 @@ class Runner:
 
     def record(self, item: ItemSpec, slot: Slot, reply: ModelReply, attempts: int, retries: Counter, score: float,
                detail: dict, **extra) -> Observation:
-        """Journal one observation (flushed before this returns) and advance the progress."""
+        """Journal one observation (flushed before this returns) and advance the progress; a response longer than
+        its output budget could hold is stored cut to that size, with its whole length and digest."""
         instance = self.instances[item.id]
+        cap = self.output_budget(item) * RESPONSE_CHARS_PER_TOKEN
         observation = Observation(
             run_id=self.settings.run_id, suite=instance.suite, version=instance.version, pool=instance.pool,
             item_id=item.id, category=item.category, model_replicate=slot.model_replicate,
             judge_replicate=slot.judge_replicate, outcome=reply.outcome, score=score, score_detail=_jsonable(detail),
-            response=reply.text, tokens_in=reply.tokens_in, tokens_out=reply.tokens_out, latency_s=reply.latency_s,
-            attempts=attempts, retries=dict(retries), prompt_sha256=prompt_sha256(instance.prompt),
-            **extra)
+            response=reply.text[:cap], response_sha256=prompt_sha256(reply.text),
+            response_chars=len(reply.text) if len(reply.text) > cap else None, tokens_in=reply.tokens_in,
+            tokens_out=reply.tokens_out, latency_s=reply.latency_s, attempts=attempts, retries=dict(retries),
+            prompt_sha256=prompt_sha256(instance.prompt), **extra)
         self.journal.append(observation)
+        self._landed_retries.update(retries)
         self.progress.turns.pop(item.id, None)
         self.progress.done += 1
         self._report()
         return observation
+
+    def unlanded_retries(self) -> dict[str, int]:
+        """Retries counted this session whose calls never reached the journal (an abort or a stop cut them off)."""
+        return dict((self.progress.retries - self._landed_retries) if self.progress else Counter())
 
     def turn_started(self, item_id: str, turn: int) -> None:
         """Show life between observations: an AG episode reached another model turn."""
@@ -241,6 +257,13 @@ class Runner:
     def _report(self) -> None:
         if self.settings.on_progress and self.progress:
             self.settings.on_progress(self.progress)
+
+
+async def _watch(stop: threading.Event) -> None:
+    """Raise RunStopped soon after another thread sets `stop` (a notebook's Stop): the task group then cancels."""
+    while not stop.is_set():
+        await asyncio.sleep(0.1)
+    raise RunStopped("the run was stopped; finished work is kept: resume it to continue")
 
 
 def _passes(check: Callable[[ModelReply], object] | None, reply: ModelReply) -> bool:

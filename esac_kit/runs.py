@@ -4,9 +4,11 @@ the run needs, drive the runner and write the report."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import contextlib
 import secrets
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -22,7 +24,8 @@ from esac_kit.cache import ResponseCache
 from esac_kit.errors import ConfigError
 from esac_kit.fingerprints import bank_status
 from esac_kit.instances import build_tasks, generate
-from esac_kit.journal import CONFIG_FILE, JOURNAL_FILE, Journal, read_journal
+from esac_kit.journal import (CONFIG_FILE, JOURNAL_FILE, Journal, add_unlanded_retries, check_slots, read_journal,
+                              read_unlanded_retries, writer_lock)
 from esac_kit.local import MAX_AGENT_TURN_TOKENS, MAX_AGENT_TURNS, MAX_OUTPUT_TOKENS, embedded_server
 from esac_kit.pools import Pool, choose_pool, recorded_pool
 from esac_kit.kinds import kind_of, plan
@@ -31,6 +34,7 @@ from esac_kit.providers import SERVED, Provider, make_provider, parse_model
 from esac_kit.records import Observation, Report, RunConfig, prompt_sha256, read_record_file, write_json
 from esac_kit.report import build_report
 from esac_kit.runner import Progress, RetryPolicy, Runner, RunSettings
+from esac_kit.sandbox import allow_unsafe_sandbox
 from esac_kit.schemas import Instance, ItemSpec
 from esac_kit.suite import Suite, load_suite
 
@@ -41,7 +45,8 @@ def run_folder(reports_dir: Path, config: RunConfig, model: ModelRef) -> Path:
 
 
 def new_config(suite: Suite, pool: Pool, model: str, judge: str | None, temperature: float, concurrency: int,
-               pack: Path | None, items: list[str] | None) -> RunConfig:
+               pack: Path | None, items: list[str] | None, time_budgets: bool = True,
+               unsafe_sandbox: bool = False) -> RunConfig:
     """Settle the run's definition, noting every reason it is not an official result."""
     pin = suite.manifest.judge
     needs_judge = any(kind_of(i).judged for i in suite.items if not items or i.id in items)
@@ -52,6 +57,10 @@ def new_config(suite: Suite, pool: Pool, model: str, judge: str | None, temperat
     bank = bank_status(suite)
     if bank:
         notes.append(bank)
+    if not time_budgets:
+        notes.append("--no-time-budget: answers took as long as they took; the time budgets decided nothing")
+    if unsafe_sandbox:
+        notes.append("--unsafe-sandbox: model code may have run without the kernel's sandbox wall")
     if judge == "local":
         notes.append("embedded judge: this run is unofficial and not comparable with official results")
     elif pin and judge and judge != pin.model:
@@ -86,7 +95,8 @@ def new_config(suite: Suite, pool: Pool, model: str, judge: str | None, temperat
                      judge_max_tokens=pin.max_tokens if pin else 1024, temperature=temperature,
                      concurrency=concurrency, max_tokens_cap=local_cap if model == "local" else None,
                      max_turns_cap=MAX_AGENT_TURNS if model == "local" and agentic else None,
-                     items=items, notes=notes, kit_version=__version__, created_at=now.isoformat(timespec="seconds"))
+                     items=items, time_budgets=time_budgets, unsafe_sandbox=unsafe_sandbox, notes=notes,
+                     kit_version=__version__, created_at=now.isoformat(timespec="seconds"))
 
 
 def load_config(folder: Path) -> RunConfig:
@@ -116,9 +126,11 @@ class RunPlan:
 def plan_run(suite_id: str = "gi", pool: str = "public", model: str = "local", judge: str | None = None,
              concurrency: int = 4, temperature: float = 1.0, seed: str | None = None, seed_file: Path | None = None,
              pack: Path | None = None, only: list[str] | None = None, reports_dir: Path = Path("reports"),
-             items_dir: Path | None = None) -> RunPlan:
+             items_dir: Path | None = None, time_budgets: bool = True, unsafe_sandbox: bool = False) -> RunPlan:
     """Settle a new run: pool 'public', 'heldout' (seed from $ESAC_HELDOUT_SEED or seed_file) or 'custom' (seed);
     the judge defaults to the suite's pin, or 'local' when the model is local; nothing is written yet."""
+    if reports_dir.exists() and not reports_dir.is_dir():
+        raise ConfigError(f"{reports_dir}: the reports path is not a folder: give --reports a folder")
     suite = load_suite(suite_id, items_dir)
     chosen = choose_pool(pool, suite.manifest.public_seed, seed, seed_file)
     model = model.strip()
@@ -130,7 +142,8 @@ def plan_run(suite_id: str = "gi", pool: str = "public", model: str = "local", j
         suite.item(item_id)
     if concurrency < 1:
         raise ConfigError("concurrency must be at least 1")
-    config = new_config(suite, chosen, model, judge, temperature, concurrency, pack, list(only) if only else None)
+    config = new_config(suite, chosen, model, judge, temperature, concurrency, pack, list(only) if only else None,
+                        time_budgets, unsafe_sandbox)
     return _settle(run_folder(reports_dir, config, ref), config, suite, chosen, [], resumed=False)
 
 
@@ -154,6 +167,7 @@ def _settle(folder: Path, config: RunConfig, suite: Suite, pool: Pool, journalle
     pack = Path(config.pack) if config.pack else None
     tasks = build_tasks(suite, items, pool)
     instances = {i.id: generate(suite, i, pool, pack, tasks.get(i.id)) for i in items}
+    check_slots(journalled, {i.id for i in suite.items}, folder / JOURNAL_FILE)
     digests = {item_id: prompt_sha256(instance.prompt) for item_id, instance in instances.items()}
     for observation in journalled:
         expected = digests.get(observation.item_id)
@@ -183,22 +197,35 @@ def endpoints_for(models: list[str | None], tasks: dict | None = None) -> Iterat
 
 
 def execute(run: RunPlan, policy: RetryPolicy, cache: ResponseCache,
-            on_progress: Callable[[Progress], None] | None = None) -> Report:
-    """Run (or continue) a planned run in its folder and write its report; an abort keeps the journal."""
-    run.folder.mkdir(parents=True, exist_ok=True)
-    write_json(run.folder / CONFIG_FILE, run.config.model_dump(mode="json"))
-    journal = Journal(run.folder)
-    try:
-        with endpoints_for([run.config.model, run.config.judge], run.tasks) as urls:
-            observations = asyncio.run(_drive(run, journal, policy, cache, urls, on_progress))
-    finally:
-        journal.close()
-    report = build_report(run.suite, run.config, observations)
-    write_artefacts(run.folder, report, observations)
+            on_progress: Callable[[Progress], None] | None = None, stop: threading.Event | None = None) -> Report:
+    """Run (or continue) a planned run in its folder, holding the folder's lock, and write its report; an abort
+    keeps the journal and the retries of calls that never landed. Setting `stop` ends the run cooperatively."""
+    with writer_lock(run.folder):
+        config = run.config
+        if config.journal_chained_from is None:  # a run begun before the chain: its existing lines stay unchained
+            config = config.model_copy(update={"journal_chained_from": len(read_journal(
+                run.folder / JOURNAL_FILE, owner=True))})
+            run = dataclasses.replace(run, config=config)
+        write_json(run.folder / CONFIG_FILE, config.model_dump(mode="json"))
+        journal = Journal(run.folder, config.journal_chained_from)
+        check_slots(journal.observations, {i.id for i in run.suite.items}, journal.path)
+        session: dict = {}
+        allow_unsafe_sandbox(config.unsafe_sandbox)
+        try:
+            with endpoints_for([config.model, config.judge], run.tasks) as urls:
+                observations = asyncio.run(_drive(run, journal, policy, cache, urls, on_progress, session, stop))
+        finally:
+            allow_unsafe_sandbox(False)
+            journal.close()
+            runner = session.get("runner")
+            if runner is not None and runner.unlanded_retries():
+                add_unlanded_retries(run.folder, runner.unlanded_retries())
+        report = build_report(run.suite, config, observations, read_unlanded_retries(run.folder))
+        write_artefacts(run.folder, report, observations)
     return report
 
 
-async def _drive(run, journal, policy, cache, urls, on_progress):
+async def _drive(run, journal, policy, cache, urls, on_progress, session, stop):
     config, suite = run.config, run.suite
     limits = httpx.Limits(max_connections=max(8, config.concurrency * 2))
     async with httpx.AsyncClient(limits=limits) as client:
@@ -206,18 +233,19 @@ async def _drive(run, journal, policy, cache, urls, on_progress):
             if name is None:
                 return None
             ref = parse_model(name)
-            return make_provider(ref, client, urls.get(ref.provider))
+            return make_provider(ref, client, urls.get(ref.provider), wait_for_time_budget=config.time_budgets)
 
         settings = RunSettings(run_id=config.run_id, model=provider(config.model), judge=provider(config.judge),
                                temperature=config.temperature, judge_temperature=config.judge_temperature,
                                judge_max_tokens=config.judge_max_tokens, concurrency=config.concurrency,
                                policy=policy, cache=cache, max_tokens_cap=config.max_tokens_cap,
-                               max_turns_cap=config.max_turns_cap,
+                               max_turns_cap=config.max_turns_cap, time_budgets=config.time_budgets,
                                on_progress=on_progress)
         runner = Runner(settings, journal, {i.id: i for i in run.items}, run.instances,
                         suite.manifest.output_budget_tokens, suite.manifest.time_budget_s, run.tasks,
                         suite.manifest.episode_token_budget)
-        return await runner.run(plan(run.items))
+        session["runner"] = runner
+        return await runner.run(plan(run.items), stop)
 
 
 def terminal_progress(stream=None) -> Callable[[Progress], None]:

@@ -5,6 +5,7 @@ event loop while the notebook watches it."""
 from __future__ import annotations
 
 import concurrent.futures
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,7 +14,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from esac_kit.errors import ConfigError
-from esac_kit.journal import CONFIG_FILE, JOURNAL_FILE, observations_frame, read_journal
+from esac_kit.journal import CONFIG_FILE, JOURNAL_FILE, observations_frame, read_journal, read_unlanded_retries
 from esac_kit.records import Observation, Report
 from esac_kit.suite import default_items_dir
 
@@ -102,9 +103,16 @@ class RunHandle:
         self.progress = ProgressView(plan.done, plan.planned, {}, None)
         policy = policy or RetryPolicy()
         cache = cache or ResponseCache(None)
+        self._stop = threading.Event()
         executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="esac-run")
-        self.future = executor.submit(execute, plan, policy, cache, self._on_progress)
+        self.future = executor.submit(execute, plan, policy, cache, self._on_progress, self._stop)
         executor.shutdown(wait=False)
+
+    def stop(self, timeout_s: float = 30.0) -> bool:
+        """Stop the run cooperatively (finished work stays journalled, the folder's lock is released); True once
+        the worker has ended."""
+        self._stop.set()
+        return self.wait(timeout_s)
 
     def _on_progress(self, progress) -> None:
         self.progress = ProgressView(progress.done, progress.total, dict(progress.retries), progress.eta_s)
@@ -137,4 +145,4 @@ def live_report(plan: RunPlan, observations: list[Observation]) -> Report | None
 
     if not observations:
         return None
-    return build_report(plan.suite, plan.config, observations)
+    return build_report(plan.suite, plan.config, observations, read_unlanded_retries(plan.folder))

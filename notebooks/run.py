@@ -131,14 +131,18 @@ def _(plan, use_cache):
         _bar.update(increment=plan.done)
         mo.output.append(mo.md("Waiting for the first observation…"))
         _finished = False
-        while not _finished:
-            _finished = handle.wait(1.0)
-            _progress = handle.progress
-            _bar.update(increment=_progress.done - _bar.current, subtitle=_progress.text())
-            _observations = handle.observations()
-            if len(_observations) != _shown:
-                _shown = len(_observations)
-                mo.output.replace_at_index(live_view(plan, _observations), 1)
+        try:
+            while not _finished:
+                _finished = handle.wait(1.0)
+                _progress = handle.progress
+                _bar.update(increment=_progress.done - _bar.current, subtitle=_progress.text())
+                _observations = handle.observations()
+                if len(_observations) != _shown:
+                    _shown = len(_observations)
+                    mo.output.replace_at_index(live_view(plan, _observations), 1)
+        except BaseException:  # Interrupt (or a re-run): stop the worker too, so it releases the run folder
+            handle.stop()
+            raise
     try:
         report, failure = handle.result(), None
     except EsacError as _error:

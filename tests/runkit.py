@@ -58,3 +58,22 @@ def scores_of(report: dict) -> dict:
     """The part of a report that must not depend on interruptions or retries."""
     return {k: report[k] for k in ("total", "passed", "reasons", "categories")} | {
         "items": [(i["item_id"], i["score"], i["observations"]) for i in report["items"]]}
+
+
+def pin_as_released(items: Path, version: str = "1.0") -> Path:
+    """Make a copy of items/ the released `version` of the code under test, whatever the repository's own history
+    holds (it may be a draft of the next version): tests of the bump rule start from a released version."""
+    import re
+
+    from esac_kit.fingerprints import compute
+
+    for suite_id in ("gi", "ag"):
+        manifest = items / suite_id / "manifest.toml"
+        manifest.write_text(re.sub(r'^version = "[^"]+"', f'version = "{version}"', manifest.read_text(), count=1,
+                                   flags=re.M))
+        now = compute(load_suite(suite_id, items))
+        versions = items / suite_id / "versions.toml"
+        header = "".join(line for line in versions.read_text().splitlines(True) if line.startswith("#"))
+        versions.write_text(f'{header}\n[[versions]]\nversion = "{version}"\nchange = "initial"\n'
+                            f'content = "{now.content}"\nscoring = "{now.scoring}"\ninstances = "{now.instances}"\n')
+    return items

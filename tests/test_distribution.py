@@ -12,6 +12,7 @@ import pytest
 from esac_kit.ag.distribution import DISTRIBUTIONS as AG_PINS
 from esac_kit.gi.distribution import DISTRIBUTIONS as GI_PINS
 from esac_kit.suite import load_suite
+from runkit import pin_as_released
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -19,6 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.fixture
 def items_copy(tmp_path):
     shutil.copytree(ROOT / "items", tmp_path / "items")
+    pin_as_released(tmp_path / "items")
     return tmp_path / "items"
 
 

@@ -21,7 +21,7 @@ from esac_kit.fingerprints import check_versions
 from esac_kit.loopback import LoopbackServer, request_text
 from esac_kit.gi.judge import is_judge_request
 from esac_kit.suite import load_suite
-from runkit import esac_run, reference_answers, run_folder_of
+from runkit import esac_run, pin_as_released, reference_answers, run_folder_of
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
@@ -177,6 +177,7 @@ def test_item_stability_flags_judge_and_model_instability(runs):
 def test_rubrics_notebook_judges_an_edit_and_saves_it(runs, tmp_path):
     items = tmp_path / "items"
     shutil.copytree(ROOT / "items", items)
+    pin_as_released(items)  # a released 1.0, so the edit asks for 2.0
     suite = load_suite("gi", items)
     item = suite.item(JUDGED)
     frame = watch.run_frame(runs["noisy"])

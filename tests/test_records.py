@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from runkit import pin_as_released
+
 from esac_kit.cli import main
 from esac_kit.compare import load_report
 from esac_kit.errors import ConfigError
@@ -125,9 +127,12 @@ def test_legacy_observations_read_as_format_1_and_new_ones_as_the_current_format
 def test_a_legacy_run_folder_rerenders_with_the_scores_it_had(fixture, tmp_path, capsys):
     folder = tmp_path / fixture.name
     shutil.copytree(fixture, folder)
+    items = tmp_path / "items"  # the fixtures are 1.0 runs: rendered by the bank at 1.0, whatever the repo holds now
+    shutil.copytree(Path(__file__).resolve().parent.parent / "items", items)
+    pin_as_released(items, "1.0")
     before = Report.model_validate_json((fixture / "report.json").read_text())  # schema 1, read by this kit
     assert before.schema_version == REPORT_SCHEMA_VERSION and before.pool.name in ("custom", "public")
-    assert main(["report", str(folder)]) == 0
+    assert main(["report", str(folder), "--items", str(items)]) == 0
     after = load_report(folder)
     assert after.scores() == before.scores() and after.pool == before.pool
     assert (folder / CONFIG_FILE).read_bytes() == (fixture / CONFIG_FILE).read_bytes()  # rendering rewrites nothing

@@ -10,6 +10,7 @@ import pytest
 
 from esac_kit.artefacts import SCHEMA_PATH, report_schema
 from esac_kit.cli import main
+from esac_kit.suite import load_suite
 from esac_kit.loopback import LoopbackServer
 from esac_kit.gi.judge import is_judge_request
 from runkit import esac_run, reference_answers, run_folder_of
@@ -83,6 +84,12 @@ def test_compare_gives_paired_statistics(two_runs, capsys):
     assert "p_holm" in output and "overall" in output.lower() and "mde" in output
 
 
+# The shipped suite's version (1.0, or a draft such as 2.0), its major and the neighbours compare must tell apart.
+CURRENT = load_suite("gi").manifest.version
+MAJOR = int(CURRENT.split(".")[0])
+NEXT_MAJOR, NEXT_MINOR = f"{MAJOR + 1}.0", f"{MAJOR}.{int(CURRENT.split('.')[1]) + 1}"
+
+
 def _copy_with_version(folder: Path, tmp_path: Path, version: str) -> Path:
     copy = tmp_path / f"copy-{version}"
     shutil.copytree(folder, copy)
@@ -94,19 +101,19 @@ def _copy_with_version(folder: Path, tmp_path: Path, version: str) -> Path:
 
 def test_compare_refuses_across_major_versions(two_runs, tmp_path, capsys):
     _, (a, b) = two_runs
-    assert main(["compare", str(a), str(_copy_with_version(b, tmp_path, "2.0"))]) == 2
+    assert main(["compare", str(a), str(_copy_with_version(b, tmp_path, NEXT_MAJOR))]) == 2
     assert "major version" in capsys.readouterr().err
 
 
 def test_compare_allows_and_notes_minor_versions(two_runs, tmp_path, capsys):
     _, (a, b) = two_runs
-    assert main(["compare", str(a), str(_copy_with_version(b, tmp_path, "1.1"))]) == 0
+    assert main(["compare", str(a), str(_copy_with_version(b, tmp_path, NEXT_MINOR))]) == 0
     assert "minor versions differ" in capsys.readouterr().out
 
 
 def test_compare_refuses_runs_on_different_instances(two_runs, tmp_path, capsys):
     _, (a, b) = two_runs
-    copy = _copy_with_version(b, tmp_path, "1.0")
+    copy = _copy_with_version(b, tmp_path, CURRENT)
     report = json.loads((copy / "report.json").read_text())
     report["items"][0]["instance_sha256"] = "0" * 64
     (copy / "report.json").write_text(json.dumps(report))
@@ -116,7 +123,7 @@ def test_compare_refuses_runs_on_different_instances(two_runs, tmp_path, capsys)
 
 def test_compare_refuses_runs_judged_by_different_judges(two_runs, tmp_path, capsys):
     _, (a, b) = two_runs
-    copy = _copy_with_version(b, tmp_path, "1.0")
+    copy = _copy_with_version(b, tmp_path, CURRENT)
     report = json.loads((copy / "report.json").read_text())
     report["judge"]["name"] = "local"
     (copy / "report.json").write_text(json.dumps(report))
@@ -128,13 +135,13 @@ def test_leaderboard_lists_comparable_runs(two_runs, capsys):
     reports, _ = two_runs
     assert main(["leaderboard", str(reports)]) == 0
     output = capsys.readouterr().out
-    assert "GI 1.x" in output and "openai:alpha" in output and "openai:beta" in output
+    assert f"GI {MAJOR}.x" in output and "openai:alpha" in output and "openai:beta" in output
     lines = [line for line in output.splitlines() if "openai:" in line]
     assert "alpha" in lines[0]  # sorted by total: the full-marks run first
 
 
 def _with_scoring(folder: Path, tmp_path: Path, scoring: str) -> Path:
-    copy = _copy_with_version(folder, tmp_path, "1.0")
+    copy = _copy_with_version(folder, tmp_path, CURRENT)
     report = json.loads((copy / "report.json").read_text())
     report["fingerprints"]["scoring"] = scoring
     (copy / "report.json").write_text(json.dumps(report))

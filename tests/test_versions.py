@@ -16,7 +16,7 @@ from esac_kit.cli import main
 from esac_kit.fingerprints import (bank_status, check_versions, closure, compute, read_versions, release,
                                    required_bump, roots)
 from esac_kit.suite import load_suite
-from runkit import esac_run, load_report, run_folder_of
+from runkit import esac_run, load_report, pin_as_released, run_folder_of
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -24,16 +24,18 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.fixture
 def items_copy(tmp_path):
     shutil.copytree(ROOT / "items", tmp_path / "items")
-    return tmp_path / "items"
+    return pin_as_released(tmp_path / "items")
 
 
 @pytest.mark.parametrize("suite", ["gi", "ag"])
-def test_the_suite_on_disk_is_the_recorded_version(suite):
+def test_the_suite_on_disk_is_the_recorded_version_or_its_open_draft(suite):
     loaded = load_suite(suite)
     problems = check_versions(loaded)
     assert problems == [], "\n".join(problems)
-    latest = read_versions(loaded)[-1]
-    assert latest.version == loaded.manifest.version and re.fullmatch(r"[0-9a-f]{16}", latest.instances)
+    history = read_versions(loaded)
+    assert history[-1].version == loaded.manifest.version
+    assert all(re.fullmatch(r"[0-9a-f]{16}", r.instances) for r in history if r.status == "released")
+    assert all(r.status == "released" for r in history[:-1])  # only the newest entry may be a draft
 
 
 def test_every_recorded_version_is_in_the_changelog_with_its_class():
@@ -142,6 +144,7 @@ def kit_copy(tmp_path: Path) -> Path:
     root = tmp_path / "kit"
     shutil.copytree(ROOT / "esac_kit", root / "esac_kit")  # with its bytecode, valid for every unchanged file
     shutil.copytree(ROOT / "items", root / "items")
+    pin_as_released(root / "items")
     return root
 
 
@@ -221,8 +224,45 @@ def test_replication_aggregation_key_protocols_and_ag_checks_are_major_changes(t
 
 # ---------------------------------------------------------------- runs on a bank that is no recorded version
 
-def test_the_shipped_banks_are_recorded_versions():
-    assert bank_status(load_suite("gi")) is None and bank_status(load_suite("ag")) is None
+@pytest.mark.parametrize("suite", ["gi", "ag"])
+def test_the_shipped_bank_is_its_recorded_version_or_an_unofficial_draft(suite):
+    loaded = load_suite(suite)
+    status = bank_status(loaded)
+    if read_versions(loaded)[-1].status == "draft":
+        assert status == (f"{loaded.manifest.name} {loaded.manifest.version} is an unreleased draft: its scores are "
+                          f"comparable with nothing until it is released (amendment 001 §9)")
+    else:
+        assert status is None
+
+
+def test_a_draft_is_opened_checked_and_released(items_copy, capsys):
+    assert main(["fingerprints", "--items", str(items_copy), "--draft"]) == 0
+    assert "nothing changed: no draft" in capsys.readouterr().out
+    assert main(["fingerprints", "--items", str(items_copy), "--draft", "--major"]) == 0
+    assert "opened 2.0 (major) as a draft" in capsys.readouterr().out
+    suite = load_suite("gi", items_copy)
+    assert suite.manifest.version == "2.0" and check_versions(suite) == []
+    assert bank_status(suite).startswith("ESAC-GI 2.0 is an unreleased draft")
+    _edit(items_copy / "gi" / "calibration-usage-check.toml", "weight = 1.5", "weight = 1.25")
+    assert check_versions(load_suite("gi", items_copy)) == []  # work on the draft is not a problem
+    assert main(["fingerprints", "--items", str(items_copy), "--draft"]) == 2  # one draft at a time
+    capsys.readouterr()
+    assert main(["fingerprints", "--items", str(items_copy), "--release"]) == 0
+    history = read_versions(load_suite("gi", items_copy))
+    assert [(r.version, r.change, r.status) for r in history] == [("1.0", "initial", "released"),
+                                                                  ("2.0", "major", "released")]
+    assert history[1].scoring == compute(load_suite("gi", items_copy)).scoring
+    assert bank_status(load_suite("gi", items_copy)) is None
+
+
+def test_a_minor_draft_with_a_scoring_change_is_a_problem(items_copy):
+    assert main(["fingerprints", "--items", str(items_copy), "--suite", "ag", "--draft"]) == 0  # nothing to open
+    _edit(items_copy / "gi" / "writing-lay-explainer.toml", "Requirements:", "Requirements for the piece:")
+    assert main(["fingerprints", "--items", str(items_copy), "--draft"]) == 0
+    assert load_suite("gi", items_copy).manifest.version == "1.1"
+    _edit(items_copy / "gi" / "calibration-usage-check.toml", "weight = 1.5", "weight = 1.25")
+    [problem] = check_versions(load_suite("gi", items_copy))
+    assert "ESAC-GI 1.1 (draft): the scoring fingerprint changed since 1.0: the draft must be a major" in problem
 
 
 def test_a_run_on_a_drifted_bank_is_unofficial_and_official_refuses_it(items_copy, tmp_path, capsys):

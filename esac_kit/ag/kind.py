@@ -61,12 +61,13 @@ class Agentic(Kind):
         slot, provider = slots[0], runner.settings.model
         calls = {"attempts": 0, "retries": Counter()}
         steps = min(item.step_budget, runner.settings.max_turns_cap or item.step_budget)
-        budgets = Budgets(steps=steps, tokens=runner.episode_token_budget or 10**9, time_s=runner.time_budget(item),
-                          turn_tokens=runner.output_budget(item))
+        budgets = Budgets(steps=steps, tokens=runner.episode_token_budget or 10**9,
+                          time_s=runner.time_budget(item) or float("inf"), turn_tokens=runner.output_budget(item))
 
         async def chat(request: ChatRequest, turn: int, seconds_left: float) -> ModelReply:
             reply, attempts, retries = await runner.chat(provider, request, "agent", slot.model_replicate, item.id,
-                                                         seconds_left, salt=f"turn{turn}")
+                                                         None if seconds_left == float("inf") else seconds_left,
+                                                         salt=f"turn{turn}")
             calls["attempts"] += attempts - 1
             calls["retries"].update(retries)
             runner.turn_started(item.id, turn + 1)

@@ -100,6 +100,9 @@ def rubric_bump(suite: Suite, item_id: str, rubric: Rubric) -> RubricBump:
                    suite.folder)
     before, after = compute(suite), compute(edited)
     latest = read_versions(suite)[-1]
+    if latest.status == "draft":  # the edit joins the open draft, which is released as its own bump
+        return RubricBump(required_bump(before, after), latest.change, latest.version, latest.version,
+                          before.scoring, after.scoring)
     release = required_bump(latest.fingerprints, after)
     return RubricBump(required_bump(before, after), release, latest.version,
                       str(Version.parse(latest.version).bumped(release)) if release else None, before.scoring,
