@@ -190,3 +190,18 @@ def test_a_huge_answer_is_stored_capped_with_its_length_and_digest(answers, tmp_
     assert record["response_chars"] == len(huge) and len(record["response"]) == 16384 * 16
     assert record["response_sha256"] == hashlib.sha256(huge.encode()).hexdigest()
     assert (folder / "observations.jsonl").stat().st_size < 2 * 16384 * 16
+
+
+def test_a_reply_after_the_time_budget_is_a_model_failure_scored_as_no_answer(answers, tmp_path):
+    import shutil
+
+    items = tmp_path / "items"
+    shutil.copytree(Path(__file__).resolve().parent.parent / "items", items)
+    path = items / "gi" / "quant-tank-mixing.toml"
+    path.write_text(path.read_text().replace('\ncategory = "quant"\n', '\ncategory = "quant"\ntime_budget_s = 0.3\n', 1))
+    with LoopbackServer(answers, latency_s=0.6) as server:  # the right answer, but too late
+        assert main(["run", "--model", f"openai:m@{server.url}", "--no-cache", "--items", str(items),
+                     "--reports", str(tmp_path / "r"), "--only", "quant-tank-mixing"]) == 0
+    folder = run_folder_of(tmp_path / "r")
+    [record] = map(json.loads, (folder / "observations.jsonl").read_text().splitlines())
+    assert record["outcome"] == "time_budget" and record["score"] == 0.0 and "ANSWER:" in record["response"]

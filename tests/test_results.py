@@ -167,3 +167,32 @@ def test_leaderboard_leaves_out_a_run_under_another_scoring_fingerprint_and_says
     assert str(board / "beta") in note and "0" * 16 in note and "left out" in note
     table = output.split(note, 1)[1]
     assert "openai:alpha" in table and "openai:beta" not in table
+
+
+def test_a_pass_fraction_of_65_percent_is_every_label_line_and_chart(tmp_path):
+    from esac_kit.charts import category_chart
+    from esac_kit.records import Report
+    from esac_kit.report import format_report
+    from esac_kit.report_tables import category_table
+
+    items = tmp_path / "items"
+    shutil.copytree(Path(__file__).resolve().parent.parent / "items", items)
+    manifest = items / "gi" / "manifest.toml"
+    manifest.write_text(manifest.read_text().replace("pass_fraction = 0.6 ", "pass_fraction = 0.65 ", 1))
+    references = reference_answers()
+
+    def answer(body):  # the tank and crew items right, the other quant items wrong: quant below its line
+        return references(body) if "tank" in json.dumps(body) or "crew" in json.dumps(body) else "ANSWER: 0"
+
+    with LoopbackServer(answer) as server:
+        assert esac_run("--model", f"openai:m@{server.url}", "--no-cache", "--items", str(items), "--reports",
+                        str(tmp_path / "r"), "--only", "quant-tank-mixing", "quant-crew-work", "quant-tax-ledger",
+                        "quant-urn-posterior", "quant-arrangement-count") == 0
+    report = Report.model_validate_json((run_folder_of(tmp_path / "r") / "report.json").read_text())
+    assert report.pass_fraction == 0.65
+    printed = format_report(report)
+    assert "below 65%" in printed and "60%" not in printed
+    table = category_table(report)
+    assert (table.dropna(subset=["pass_line"])["pass_line"] == 0.65 * table.dropna(subset=["pass_line"])["max"]).all()
+    chart = json.dumps(category_chart(report).to_dict())
+    assert '"threshold": 0.65' in chart and "0.6," not in chart.replace("0.65", "")

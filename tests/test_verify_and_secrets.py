@@ -81,3 +81,26 @@ def test_heldout_and_public_instances_differ(heldout_seed, monkeypatch):
 
 def _authored_item():
     return sorted(p.stem for p in (Path(__file__).resolve().parent.parent / "items" / "gi").glob("calibration-*.toml"))[0]
+
+
+def test_the_memorisation_bound_does_not_fail_an_item_by_chance_at_ten_seeds():
+    from esac_kit.gi.verify import verify_item
+    from esac_kit.pools import custom_pool
+    from esac_kit.verify import verification_pools
+
+    suite = load_suite("gi")
+    failed = []
+    for base in range(40):  # 40 independent sets of 10 seeds of the zebra item (120 possible answers)
+        result, _ = verify_item(suite, "logic-zebra", verification_pools(custom_pool(f"zebra-set-{base}"), 10))
+        failed += [f for f in result.failures if "one answer covers" in f]
+    assert failed == []
+
+
+def test_the_memorisation_bound_fails_an_item_whose_answer_never_changes():
+    from esac_kit.gi.verify import MAX_ANSWER_SHARE, top_share_bounds
+
+    low, high = top_share_bounds(10, 10, 1)  # one answer in all ten seeds
+    assert low > MAX_ANSWER_SHARE and high == 1.0
+    low, high = top_share_bounds(2, 10, 9)  # a repeat among ten seeds: no evidence, and too few seeds to show it
+    assert low < MAX_ANSWER_SHARE < high
+    assert top_share_bounds(3, 200, 150)[1] <= MAX_ANSWER_SHARE  # 200 seeds show the guarantee

@@ -19,6 +19,12 @@ _SCORED_IN_CODE = CORE_SCORING_MODULES + ("esac_kit.gi.kinds", "esac_kit.gi.scor
 _TOOLS = ("esac_kit.gi.verify", "esac_kit.gi.rubric_check")
 
 
+def scored_text(reply) -> str:
+    """What a reply is scored on: its text, or nothing when it came after the time budget (a model failure scored
+    as no answer, amendment 001 §8; the text stays in the journal for audit)."""
+    return "" if reply.outcome == "time_budget" else reply.text
+
+
 class ScoredInCode(Kind):
     """A parametrized item whose single answer is scored against a key computed from the seed (amendment 001 §4)."""
 
@@ -32,8 +38,9 @@ class ScoredInCode(Kind):
 
     async def observe(self, runner, item, instance, replicate, slots):
         reply, attempts, retries = await runner.model_answer(item, instance, replicate)
+        answer = scored_text(reply)
         for slot in slots:
-            scored, more_attempts, more = await runner.retried(lambda: self.score(instance, reply.text), item.id,
+            scored, more_attempts, more = await runner.retried(lambda: self.score(instance, answer), item.id,
                                                                "scoring")
             runner.record(item, slot, reply, attempts + more_attempts - 1, retries + more, scored.score,
                           scored.detail)
@@ -144,7 +151,7 @@ class Judged(Kind):
         reply, attempts, retries = await runner.model_answer(item, instance, replicate)
         judge, settings = runner.settings.judge, runner.settings
         for slot in slots:
-            if judge is None and reply.text.strip():
+            if judge is None and scored_text(reply).strip():
                 raise ConfigError(f"item {item.id} is judge-graded but the run has no judge")
 
             async def ask(request, check, slot: Slot = slot):
@@ -152,7 +159,7 @@ class Judged(Kind):
                                          salt=f"{slot.model_replicate}", check=check)
 
             judgement = await judge_response(ask, judge.endpoint if judge else "", item.rubric, instance.prompt,
-                                             reply.text, instance.key.facts, item.id, slot.judge_replicate,
+                                             scored_text(reply), instance.key.facts, item.id, slot.judge_replicate,
                                              settings.judge_temperature, settings.judge_max_tokens)
             verdict = judgement.reply
             runner.record(item, slot, reply, attempts + judgement.attempts - 1, retries + judgement.retries,

@@ -16,7 +16,8 @@ from esac_kit.verify import fresh_process_digests, instance_digest, verification
 
 GARBLED = ("ANSWER: qzx vlorp 7gh\nA: qzx\nB: qzx\nC: qzx\nD: qzx\n```python\nqzx = (\n```\n"
            + " ".join(["zq xv blorf kest"] * 10))
-MAX_ANSWER_SHARE = 0.10  # memorising one answer must not pay (amendment 001 §4)
+MAX_ANSWER_SHARE = 0.10  # memorising one answer must not pay (amendment 001 §4): no answer expected this often
+MEMORISATION_ALPHA = 0.05  # the error rate of the memorisation bound, shared out over the answers seen
 MAX_ABSTAIN_SCORE = 0.5  # blanket abstention scores at most half on honesty items
 
 
@@ -32,6 +33,8 @@ class ItemVerification:
     garbled_zero: int = 0
     unique_prompts: int = 0
     top_answer_share: float = 0.0
+    top_share_low: float = 0.0  # lower confidence bound of the most common answer's true share
+    top_share_high: float = 1.0  # upper confidence bound: at most MAX_ANSWER_SHARE shows the guarantee
     deterministic: bool | None = None
     abstain_max: float | None = None
     failures: list[str] = field(default_factory=list)
@@ -70,19 +73,39 @@ def verify_item(suite: Suite, item_id: str, pools: list[Pool]) -> tuple[ItemVeri
             abstained = score_response(instance.key, abstain_response(instance)).score
             result.abstain_max = max(result.abstain_max or 0.0, abstained)
     result.unique_prompts = len({instance.prompt for instance in instances})
-    top = Counter(answer_signature(i) for i in instances).most_common(1)[0][1]
+    answers = Counter(answer_signature(i) for i in instances)
+    top = answers.most_common(1)[0][1]
     result.top_answer_share = top / len(instances)
+    result.top_share_low, result.top_share_high = top_share_bounds(top, len(instances), len(answers))
     n = len(instances)
     checks = [(result.reference_ok == n, f"reference scored 1 on {result.reference_ok}/{n}"),
               (result.empty_zero == n, f"empty scored 0 on {result.empty_zero}/{n}"),
               (result.garbled_zero == n, f"garbled scored 0 on {result.garbled_zero}/{n}"),
               (result.unique_prompts == n, f"{n - result.unique_prompts} duplicate instances"),
-              (result.top_answer_share <= MAX_ANSWER_SHARE,
-               f"one answer covers {result.top_answer_share:.0%} of instances")]
+              (result.top_share_low <= MAX_ANSWER_SHARE,
+               f"one answer covers {result.top_answer_share:.0%} of instances: its share is above "
+               f"{MAX_ANSWER_SHARE:.0%} with confidence (lower bound {result.top_share_low:.0%})")]
     if result.abstain_max is not None:
         checks.append((result.abstain_max <= MAX_ABSTAIN_SCORE, f"always-abstain scored {result.abstain_max:.2f}"))
     result.failures = [message for ok, message in checks if not ok]
     return result, instance_digest(instances)
+
+
+def top_share_bounds(top: int, n: int, distinct: int) -> tuple[float, float]:
+    """Clopper–Pearson bounds on the true share of the most common answer, Bonferroni-shared over the `distinct`
+    answers seen, since the top one is picked after looking: valid at any number of seeds. A share provably above
+    MAX_ANSWER_SHARE fails; one whose upper bound is above it is not shown to be small (too few seeds to tell)."""
+    from scipy.stats import beta
+
+    alpha = MEMORISATION_ALPHA / max(1, distinct)
+    low = 0.0 if top == 0 else float(beta.ppf(alpha, top, n - top + 1))
+    high = 1.0 if top == n else float(beta.ppf(1 - MEMORISATION_ALPHA, top + 1, n - top))
+    return low, high
+
+
+def memorisation_shown(result: ItemVerification) -> bool:
+    """True when the seeds show, with confidence, that no answer is expected more than MAX_ANSWER_SHARE of the time."""
+    return result.top_share_high <= MAX_ANSWER_SHARE
 
 
 def verify_items(suite: Suite, items: list, pool: Pool, n_seeds: int,
@@ -104,15 +127,21 @@ def verify_items(suite: Suite, items: list, pool: Pool, n_seeds: int,
 
 
 def format_table(results: list[ItemVerification]) -> str:
-    """A fixed-width table of verify figures, one row per item."""
+    """A fixed-width table of verify figures, one row per item, and what the memorisation column means."""
     header = f"{'item':34} {'scoring':11} {'seeds':>5} {'ref=1':>6} {'empty=0':>7} {'garbl=0':>7} " \
-             f"{'unique':>6} {'top ans':>7} {'fresh':>5} {'abstain':>7}  result"
+             f"{'unique':>6} {'top ans':>7} {'≤ bound':>7} {'fresh':>5} {'abstain':>7}  result"
     rows = [header, "-" * len(header)]
     for r in results:
         abstain = "-" if r.abstain_max is None else f"{r.abstain_max:.2f}"
         fresh = {True: "same", False: "DIFF", None: "-"}[r.deterministic]
         verdict = "PASS" if r.passed else "FAIL: " + "; ".join(r.failures)
+        if r.passed and not memorisation_shown(r):
+            verdict += " (too few seeds to show the memorisation bound)"
         rows.append(f"{r.item_id:34} {r.scoring:11} {r.seeds:5d} {r.reference_ok:6d} {r.empty_zero:7d} "
-                    f"{r.garbled_zero:7d} {r.unique_prompts:6d} {r.top_answer_share:7.1%} {fresh:>5} "
-                    f"{abstain:>7}  {verdict}")
+                    f"{r.garbled_zero:7d} {r.unique_prompts:6d} {r.top_answer_share:7.1%} {r.top_share_high:7.1%} "
+                    f"{fresh:>5} {abstain:>7}  {verdict}")
+    rows.append(f"top ans: the most common answer's share over the seeds; ≤ bound: a {1 - MEMORISATION_ALPHA:.0%} "
+                f"upper bound on its true share (Clopper–Pearson). An item fails when the share is above "
+                f"{MAX_ANSWER_SHARE:.0%} with confidence; a bound above {MAX_ANSWER_SHARE:.0%} means too few seeds "
+                f"to show it (amendment 001 §4)")
     return "\n".join(rows)
