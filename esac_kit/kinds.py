@@ -66,8 +66,7 @@ class Kind:
 
     def check_item(self, item: ItemSpec) -> None:
         """Raise ValueError when an item file lacks what this kind needs (the loader names the file)."""
-        if item.efficiency is not None or item.step_budget is not None:
-            raise ValueError("only agentic tasks take an efficiency scale and a step_budget")
+        no_episode_fields(item)
         if item.generator is None:
             raise ValueError(f"a {self.name} item needs a generator 'module:function'")
 
@@ -118,6 +117,12 @@ class Kind:
     def report_extras(self, report, suite, planned: list[ItemSpec], by_item: dict[str, list]) -> Any:
         """The report with what this kind adds to it (AG: the efficiency modifier); the same report by default."""
         return report
+
+
+def no_episode_fields(item: ItemSpec) -> None:
+    """Only episodic items (AG tasks) take an efficiency scale and a step budget."""
+    if item.efficiency is not None or item.step_budget is not None:
+        raise ValueError("only agentic tasks take an efficiency scale and a step_budget")
 
 
 _KINDS: dict[str, Kind] = {}

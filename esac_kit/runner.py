@@ -38,7 +38,7 @@ class RetryPolicy:
 
     outage_budget_s: float = 600.0
     base_s: float = 1.0
-    cap_s: float = 10.0  # the longest pause, so the first attempt after an outage ends comes within seconds
+    cap_s: float = 5.0  # the longest pause, so the first attempt after an outage ends comes within seconds
     max_attempts: int | None = None  # an optional extra bound (tests); None: the budget alone decides
     request_timeout_s: float | None = None  # None: the item's time budget plus a margin
 

@@ -10,7 +10,7 @@ from esac_kit.gi.distribution import DISTRIBUTIONS  # noqa: F401  the loader rea
 from esac_kit.gi.judge import JUDGE_REPLICATES, MODEL_REPLICATES, TEMPLATE_VERSION, judge_response
 from esac_kit.gi.scoring import score_response, score_verdict
 from esac_kit.gi.verifiable import CHECKS, REQUIRED_PARAMS
-from esac_kit.kinds import CORE_SCORING_MODULES, Kind, Slot, VerifyOutcome, register
+from esac_kit.kinds import CORE_SCORING_MODULES, Kind, Slot, VerifyOutcome, no_episode_fields, register
 from esac_kit.schemas import Generated, JudgeKey
 
 # The code that decides a GI score from an answer; fingerprints take each root's import closure.
@@ -107,8 +107,7 @@ class Judged(Kind):
     tool_modules = _TOOLS
 
     def check_item(self, item):
-        if item.efficiency is not None or item.step_budget is not None:
-            raise ValueError("only agentic tasks take an efficiency scale and a step_budget")
+        no_episode_fields(item)
         if item.rubric is None or not item.variants:
             raise ValueError("a judge-graded item needs a rubric and at least one public variant")
         if item.generator is not None:
