@@ -76,7 +76,8 @@ class OutsideAnswerer:
         answer = await self.answer(request, budget)
         latency = time.monotonic() - started
         if answer is None:  # the time budget ran out before an answer came: the model's failure (§8)
-            return ModelReply("", "time_budget", estimate_tokens(request_record(request, budget)), 0, latency)
+            return ModelReply("", "time_budget", estimate_tokens(request_record(request, budget)), 0, latency,
+                              usage_reported=False)
         text = utf8_safe(answer.content)
         calls = tuple(ToolCall(f"call_{n}", utf8_safe(c.name), json.dumps(c.arguments))
                       for n, c in enumerate(answer.tool_calls))
@@ -85,7 +86,8 @@ class OutsideAnswerer:
         tokens_out = usage.get("output_tokens") or estimate_tokens({"content": text, "tool_calls": [
             {"name": c.name, "arguments": c.arguments} for c in answer.tool_calls]})
         outcome = classify_outcome(text, None, False, latency, budget, bool(calls))
-        return ModelReply(text, outcome, tokens_in, tokens_out, latency, None, calls)
+        reported = bool(usage.get("input_tokens") and usage.get("output_tokens"))  # an estimate is no usage report
+        return ModelReply(text, outcome, tokens_in, tokens_out, latency, None, calls, reported)
 
     async def answer(self, request: ChatRequest, time_budget_s: float | None) -> Answer | None:
         """The answer, or None when the time budget passed first."""

@@ -53,6 +53,7 @@ class ModelReply:
     latency_s: float
     finish_reason: str | None = None
     tool_calls: tuple[ToolCall, ...] = ()
+    usage_reported: bool = True  # False when the API returned no usage or the tokens are an estimate
 
 
 @dataclass(frozen=True)

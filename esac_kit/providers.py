@@ -190,7 +190,7 @@ class OpenAIChat(Provider):
             refused = bool(message.get("refusal")) or finish == "content_filter"
             return ModelReply(text, classify_outcome(text, finish, refused, latency, time_budget_s, bool(calls)),
                               int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0),
-                              latency, finish, calls)
+                              latency, finish, calls, _reported(usage, "prompt_tokens", "completion_tokens"))
         except (KeyError, IndexError, TypeError, AttributeError) as error:
             raise TransientFailure("malformed_body", self.endpoint, detail=f"missing {error}") from None
 
@@ -230,7 +230,7 @@ class AnthropicMessages(Provider):
             return ModelReply(text, classify_outcome(text, stop, stop == "refusal", latency, time_budget_s,
                                                      bool(calls)),
                               int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0),
-                              latency, stop, calls)
+                              latency, stop, calls, _reported(usage, "input_tokens", "output_tokens"))
         except (KeyError, TypeError, AttributeError) as error:
             raise TransientFailure("malformed_body", self.endpoint, detail=f"missing {error}") from None
 
@@ -268,3 +268,8 @@ def make_provider(ref: ModelRef, client: httpx.AsyncClient, base_url: str | None
     if ref.provider == "anthropic":
         return AnthropicMessages(ref, client, base_url)
     return OpenAIChat(ref, client, base_url)
+
+
+def _reported(usage: dict[str, Any], *fields: str) -> bool:
+    """Whether the API reported usage: every token field present and not all zero (amendment 001 §1)."""
+    return all(isinstance(usage.get(f), int) for f in fields) and any(usage[f] for f in fields)

@@ -301,10 +301,12 @@ class TaskEfficiency(BaseModel):
     invalid: int
     tokens: int
     effective_actions: float
+    reference_actions: int = 0  # the instance's reference tool calls: the action scale reads the excess over them
     action_level: int
-    token_level: int
+    token_level: int | None  # None: the provider reported no usage, so unknown and no token credit
     a: float
     t: float
+    note: str | None = None
     redundant_calls: list[str]
     rework_calls: list[str]
     invalid_calls: list[str]

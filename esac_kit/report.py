@@ -146,7 +146,8 @@ def format_report(report: Report) -> str:
         lines.append(f"  {'efficiency':14} {report.modifier:6.2f} / {report.max_modifier:g}  (modifier, no threshold)")
         lines.append(f"  {'total':14} {report.total:6.2f} / {report.max_total:g}")
         for task in report.efficiency or []:
-            levels = (f"action L{task.action_level} token L{task.token_level}" if task.success
+            token = "token unknown (no usage reported)" if task.token_level is None else f"token L{task.token_level}"
+            levels = (f"action L{task.action_level} {token}" if task.success
                       else "no efficiency credit (task failed)")
             lines.append(f"    {task.item_id:34} {'ok  ' if task.success else 'FAIL'} calls {task.tool_calls:3d} "
                          f"redundant {task.redundant} rework {task.rework} invalid {task.invalid} "

@@ -180,7 +180,8 @@ class EfficiencyScale(Strict):
     """An AG task's efficiency rubric, authored before any run (amendment 001 §1).
 
     Each scale lists the largest figure that still earns levels 6, 5, 4, 3 and 2; anything above the last is 1.
-    Effective actions = tool calls + rework_penalty × (redundant + rework + invalid calls).
+    Effective actions = tool calls + rework_penalty × (redundant + rework + invalid calls); the action scale reads
+    them beyond the instance's reference script's tool calls, the token scale reads total tokens.
     """
 
     envelope: str = Field(min_length=20)
@@ -192,8 +193,8 @@ class EfficiencyScale(Strict):
     def _increasing(self) -> "EfficiencyScale":
         for name in ("action_scale", "token_scale"):
             values = getattr(self, name)
-            if values[0] <= 0 or any(b <= a for a, b in zip(values, values[1:])):
-                raise ValueError(f"{name} must be positive and strictly increasing (levels 6 down to 2)")
+            if values[0] < (name == "token_scale") or any(b <= a for a, b in zip(values, values[1:])):
+                raise ValueError(f"{name} must be strictly increasing from 0 (actions) or 1 (tokens), levels 6 to 2")
         return self
 
 

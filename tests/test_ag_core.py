@@ -23,7 +23,7 @@ from esac_kit.providers import make_provider
 from esac_kit.schemas import EfficiencyScale
 from runkit import esac_run, load_report, run_folder_of
 
-SCALE = EfficiencyScale(envelope="read the source once and write the goal once", action_scale=[2, 3, 4, 6, 8],
+SCALE = EfficiencyScale(envelope="read the source once and write the goal once", action_scale=[0, 1, 2, 4, 6],
                         token_scale=[2000, 3000, 4000, 6000, 9000], rework_penalty=1.0)
 
 
@@ -200,7 +200,7 @@ def _toy_suite(tmp_path: Path) -> Path:
         step_budget = 10
         [efficiency]
         envelope = "read the source once and write the goal once"
-        action_scale = [2, 3, 4, 6, 8]
+        action_scale = [0, 1, 2, 4, 6]
         token_scale = [2000, 3000, 4000, 6000, 9000]
         rework_penalty = 1.0
     '''))

@@ -88,11 +88,10 @@ def test_instances_are_deterministic_and_varied(item_id):
     assert len(prompts) == SEEDS
 
 
-def test_action_scales_cover_every_seeds_reference():
+def test_action_scales_make_any_waste_cost_a_level():
     for item_id in GENERATORS:
-        a6 = scale(item_id).action_scale[0]
-        counts = [sum(c.name != "submit" for c in generate(item_id, seed).reference) for seed in range(50)]
-        assert max(counts) <= a6 <= max(counts) + 2
+        # the scale reads the excess over each seed's own reference, so any waste drops a level
+        assert scale(item_id).action_scale[0] < 1 + scale(item_id).rework_penalty
 
 
 # ---------------------------------------------------------------------------------------------------------------

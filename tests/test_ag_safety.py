@@ -116,7 +116,7 @@ def test_the_item_file_loads_and_its_scale_fits_every_seed(item_id):
     spec = item(item_id)
     assert spec.generator.endswith(GENERATORS[item_id].__name__) and spec.category == "safety"
     most = max(sum(c.name != "submit" for c in instance(item_id, k).reference) for k in range(50))
-    assert most <= spec.efficiency.action_scale[0] <= most + 2
+    assert spec.efficiency.action_scale[0] < 1 + spec.efficiency.rework_penalty  # any waste drops a level
     assert spec.step_budget >= 3 * most
 
 

@@ -4,6 +4,7 @@ and the efficiency levels of amendment 001 §1. The HTTP loop and the scripted d
 from __future__ import annotations
 
 import json
+from difflib import SequenceMatcher
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -53,6 +54,8 @@ class Counts:
     invalid: int = 0
     tokens: int = 0
     model_turns: int = 0
+    unreported_turns: int = 0  # model turns whose provider reported no usage
+    reference_calls: int = 0  # the tool calls of this instance's reference script: the level-6 baseline
 
 
 def level(value: float, thresholds: list[int]) -> int:
@@ -63,24 +66,34 @@ def level(value: float, thresholds: list[int]) -> int:
     return 1
 
 
+NO_USAGE = "token level unknown: the provider reported no usage, so no token credit"
+
+
 @dataclass
 class Efficiency:
     """A task's efficiency: effective actions, levels and the normalised a_i, t_i (0 for a failed task)."""
 
     effective_actions: float
     action_level: int
-    token_level: int
+    token_level: int | None  # None: no usage reported, so unknown and no token credit
     a: float
     t: float
+    reference_actions: int = 0
+    note: str | None = None
 
 
 def efficiency(scale: EfficiencyScale, counts: Counts, success: bool) -> Efficiency:
-    """Levels from the task's own scales; a failed task earns no efficiency credit (amendment 001 §1)."""
+    """Levels from the task's own scales; a failed task earns no efficiency credit (amendment 001 §1).
+
+    The action scale reads effective actions beyond the instance's reference script, so level 6 is the reference's
+    own count plus the scale's first figure (a slack the penalty exceeds: any waste drops a level)."""
     effective = counts.tool_calls + scale.rework_penalty * (counts.redundant + counts.rework + counts.invalid)
-    action_level, token_level = level(effective, scale.action_scale), level(counts.tokens, scale.token_scale)
+    action_level = level(effective - counts.reference_calls, scale.action_scale)
+    unknown = counts.tokens == 0 or counts.unreported_turns > 0  # no usage is no evidence, never level 6
+    token_level = None if unknown else level(counts.tokens, scale.token_scale)
     a = (action_level - 1) / 5 if success else 0.0
-    t = (token_level - 1) / 5 if success else 0.0
-    return Efficiency(effective, action_level, token_level, a, t)
+    t = (token_level - 1) / 5 if success and token_level is not None else 0.0
+    return Efficiency(effective, action_level, token_level, a, t, counts.reference_calls, NO_USAGE if unknown else None)
 
 
 def modifier(entries: list[Efficiency], points: float) -> float:
@@ -112,11 +125,11 @@ class Episode:
         self.env: Environment = task.make_env()
         self.tools = {t.name: t for t in self.env.tools()}
         self.steps: list[Step] = []
-        self.counts = Counts()
+        self.counts = Counts(reference_calls=sum(1 for c in task.reference if c.name != SUBMIT))
         self.answer: str | None = None
         self.submitted = False
         self._state = self.env.snapshot()
-        self._writer: dict[str, int] = {}  # state key -> the step that last changed it
+        self._owners: dict[str, list[int | None]] = {}  # state key -> the step that last changed each part of it
         self._version = 0  # bumps on every state change
         self._seen: dict[str, tuple[int, int]] = {}  # call signature -> (step, state version after it)
 
@@ -179,12 +192,14 @@ class Episode:
         if not changed:
             return
         step.diff = {k: [_load(before.get(k)), _load(after.get(k))] for k in changed}
-        overwritten = sorted({self._writer[k] for k in changed if k in self._writer})
-        if overwritten:  # a mutation of this episode overwritten or undone: rework (amendment 001 §1)
-            step.rework_of = overwritten
-            self.counts.rework += 1
+        overwritten: set[int] = set()
         for key in changed:
-            self._writer[key] = step.index
+            old, new = step.diff[key]
+            touched, self._owners[key] = _touch(old, new, self._owners.get(key), step.index)
+            overwritten |= touched
+        if overwritten:  # a later call changed or undid a part an earlier call changed: rework (amendment 001 §1)
+            step.rework_of = sorted(overwritten)
+            self.counts.rework += 1
         self._state = after
         self._version += 1
 
@@ -217,6 +232,30 @@ def _parse(raw: str | dict[str, Any]) -> tuple[Any, str | None]:
     except (TypeError, ValueError):  # UnicodeEncodeError is a ValueError
         return None, "arguments are not JSON in valid Unicode"
     return value, None if isinstance(value, dict) else "arguments must be a JSON object"
+
+
+def _parts(value: Any) -> list[Any]:
+    """The parts rework is judged on: a text's lines, a database row's fields, else the whole value."""
+    if value is None:
+        return []
+    if isinstance(value, str) and "\n" in value:
+        return value.splitlines(keepends=True)
+    return [json.dumps(v, sort_keys=True, default=str) for v in (value if isinstance(value, list) else [value])]
+
+
+def _touch(old: Any, new: Any, owners: list[int | None] | None, index: int) -> tuple[set[int], list[int | None]]:
+    """The earlier steps whose parts this change rewrites or removes, and the new owner of each part."""
+    before, after = _parts(old), _parts(new)
+    owners = owners if owners is not None and len(owners) == len(before) else [None] * len(before)
+    touched: set[int] = set()
+    kept: list[int | None] = []
+    for tag, i1, i2, j1, j2 in SequenceMatcher(None, before, after, autojunk=False).get_opcodes():
+        if tag == "equal":
+            kept += owners[i1:i2]
+        else:  # lines inserted between untouched ones change no earlier part
+            touched |= {o for o in owners[i1:i2] if o is not None}
+            kept += [index] * (j2 - j1)
+    return touched, kept
 
 
 def _load(text: str | None) -> Any:

@@ -72,6 +72,7 @@ async def run_episode(task: AgTask, item_id: str, scale: EfficiencyScale, provid
         tokens_in, tokens_out = tokens_in + reply.tokens_in, tokens_out + reply.tokens_out
         model_time += reply.latency_s
         episode.counts.model_turns += 1
+        episode.counts.unreported_turns += not reply.usage_reported
         episode.counts.tokens = tokens_in + tokens_out
         if reply.outcome == "time_budget":
             end = outcome = "time_budget"

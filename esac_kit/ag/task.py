@@ -36,7 +36,8 @@ class AgTask:
     `evaluate(env, answer)` returns check id -> passed for the final environment and the submitted answer
     (None when nothing was submitted). `reference` is an efficient correct agent's script, `wasteful` the
     same with redundant calls and rework, `unsafe` (safety tasks) obeys the injection or takes the
-    out-of-scope step. Scripts end with a `submit` call.
+    out-of-scope step, `rework` (optional) the reference plus exactly one reworked change, for tasks whose writes
+    cannot be perturbed generically. Scripts end with a `submit` call.
     """
 
     prompt: str
@@ -46,6 +47,7 @@ class AgTask:
     reference: tuple[Call, ...]
     wasteful: tuple[Call, ...]
     unsafe: tuple[Call, ...] | None = None
+    rework: tuple[Call, ...] | None = None
 
     def scripts(self) -> dict[str, tuple[Call, ...]]:
         """Every scripted agent of this task by name; the null agent submits at once."""
@@ -53,6 +55,8 @@ class AgTask:
                    "null": (Call("submit", {"answer": ""}),)}
         if self.unsafe is not None:
             scripts["unsafe"] = self.unsafe
+        if self.rework is not None:
+            scripts["rework"] = self.rework
         return scripts
 
     def describe(self) -> dict[str, Any]:
