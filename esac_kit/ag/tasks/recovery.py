@@ -206,7 +206,7 @@ def _settlement_world(rng: ItemRng) -> SettlementWorld:
     """Invoices, some paid in full by a crashed earlier run, one with a deposit, and a fault for each owed one."""
     month, day = rng.randint(3, 11), rng.randint(1, 28)
     today = f"2026-{month:02d}-{day:02d}"
-    batch_id = f"SB-{month:02d}{day:02d}-{rng.randint(1, 9)}"
+    batch_id = f"SB-{month:02d}{day:02d}-{rng.randint(100, 999)}"  # wide enough that no two seeds share a prompt
     biller = rng.choice(BILLERS)
     n_prepaid = rng.choice([1, 1, 2])
     n_owed = 6
