@@ -392,11 +392,14 @@ def _t_quantile(df, probability: float):
 
 INTERVAL_METHOD = "exact"  # Clopper–Pearson on the effective successes; what "CI95 exact" in a report means
 MIN_ITEMS_FOR_INTERVAL = 3  # with 2 items an interval over items spans nearly 0 to the maximum: none is shown
-LEGEND = ("PASS / FAIL / INCONCLUSIVE: the exact 95 % interval (Clopper–Pearson on the effective successes; at the "
-          "line a false PASS is at most 2.5 %) lies wholly at or above the pass line, wholly below it, or across it; "
-          "a category of 2 items gets no interval (it would span nearly 0 to the maximum), only its fixed-items SE "
-          "over replicates. 'below line' marks an observed score under the pass line; the verdict is the observed "
-          "rule (amendment 001 §10), the labels are its uncertainty. The item bootstrap is a secondary figure.")
+LEGEND = ("Legend: 'meets line' / 'below line' is the observed score against the pass line, and these decide the "
+          "verdict (amendment 001 §10). PASS / FAIL / INCONCLUSIVE is its uncertainty: the exact 95 % interval "
+          "('CI95 exact', Clopper–Pearson on the effective number of successes) lies wholly at or above the line, "
+          "wholly below it, or across it; at a true score on the line a false PASS happens at most 2.5 % of the "
+          "time, so a category of 5 or fewer items never shows PASS. A 2-item category has no interval (it would "
+          "span nearly 0 to its maximum): 'SE fixed' is the spread over the replicates of those two items only. "
+          "The item bootstrap (report.json and the notebook) is secondary and collapses to a point when the items "
+          "score alike.")
 
 
 def exact_bounds(mean, n_eff, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
