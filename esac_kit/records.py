@@ -379,7 +379,9 @@ class Report(BaseModel):
         return PassRule(self.pass_fraction)
 
     def scores(self) -> dict:
-        """The part of a report that must not depend on how the run was interrupted or retried."""
+        """The part of a report that must not depend on how the run was interrupted or retried, nor on the kit that
+        re-rendered it: the scores, not the statistics of their uncertainty (a newer kit may compute those anew)."""
         return {"total": self.total, "passed": self.passed, "reasons": self.reasons, "modifier": self.modifier,
-                "categories": [c.model_dump() for c in self.categories],
+                "categories": [c.model_dump(include={"id", "points", "max_points", "passed"})
+                               for c in self.categories],
                 "items": [(i.item_id, i.score, i.observations) for i in self.items]}

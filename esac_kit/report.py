@@ -135,7 +135,7 @@ def _uncertainty(ci, label: str | None, se_fixed: float | None = None, note: str
     if ci:
         text = f"  CI95 exact {ci[0]:.2f}–{ci[1]:.2f}"
     elif note and "no interval" in note:
-        text = "  no interval (2 items)" + (f", SE fixed {se_fixed:.2f}" if se_fixed is not None else "")
+        text = f"  no interval ({note.split(':')[0]})" + (f", SE fixed {se_fixed:.2f}" if se_fixed is not None else "")
     else:
         text = ""
     return text + (f"  {label}" if label else "")

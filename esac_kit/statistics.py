@@ -471,7 +471,7 @@ def category_intervals(obs: pd.DataFrame, weights: Mapping[str, float] | None, p
     p_pass = exact_p_pass(share, n_eff, rule.fraction)
     shown = n_items >= MIN_ITEMS_FOR_INTERVAL
     boot = _bootstrap(items, where, max_points[:-1], level, n_boot, seed)
-    notes = [f"{n} items: no interval over items (it would span nearly 0–{m:g}); se_fixed is the SE over the "
+    notes = [f"{n} item{'s' if n > 1 else ''}: no interval over items (it would span nearly 0–{m:g}); se_fixed is the SE over the "
              f"replicates of these items, taken as fixed" + ("" if np.isfinite(f) else " (not measured: one "
                                                                "observation per item)")
              if 0 < n < MIN_ITEMS_FOR_INTERVAL else ("no scored items" if n == 0 else "")
