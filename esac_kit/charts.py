@@ -9,10 +9,10 @@ from esac_kit.records import Report
 
 
 def category_frame(report: Report) -> pd.DataFrame:
-    """One row per category: points, maximum, share, the pass line and the interval when known."""
+    """One row per category: points, maximum, share, the pass line and the exact interval when there is one."""
     rows = []
     for c in report.categories:
-        low, high = c.ci_t if c.ci_t else (None, None)
+        low, high = c.ci_exact if c.ci_exact else (None, None)
         rows.append({"category": c.id, "points": c.points, "max_points": c.max_points,
                      "share": c.points / c.max_points, "threshold": report.pass_fraction, "passed": c.passed,
                      "ci_low": None if low is None else low / c.max_points,
@@ -21,7 +21,7 @@ def category_frame(report: Report) -> pd.DataFrame:
 
 
 def category_chart(report: Report) -> alt.LayerChart:
-    """Share of each category's points with its interval and the pass line (amendment 001 §10)."""
+    """Share of each category's points with its exact 95 % interval and the pass line (amendment 001 §10)."""
     frame = category_frame(report)
     base = alt.Chart(frame).encode(y=alt.Y("category:N", sort=None, title=None))
     bars = base.mark_bar().encode(

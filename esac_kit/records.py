@@ -18,7 +18,8 @@ from esac_kit.scoring import AMENDMENT_001_PASS, PassRule
 
 FORMAT_VERSION = 2  # of run.json and of the journal's lines
 LEGACY_FORMAT = 1  # a stored record without format_version: written before records were versioned
-REPORT_SCHEMA_VERSION = 2  # of report.json; 2: the pool as fields, no longer a label
+REPORT_SCHEMA_VERSION = 3  # of report.json; 2: the pool as fields, no longer a label; 3: exact intervals
+# replace the t intervals (a schema-2 report's ci_t is dropped on reading: it was not the exact interval)
 # A stored response keeps at most this many characters per token of its output budget (a model cannot write more
 # legitimately); its full length and SHA-256 are kept beside it, and it was scored whole before it was stored.
 RESPONSE_CHARS_PER_TOKEN = 16
@@ -284,10 +285,12 @@ class CategoryScore(BaseModel):
     points: float
     max_points: float
     passed: bool
-    ci_t: tuple[float, float] | None = None
-    ci_bootstrap: tuple[float, float] | None = None
-    p_pass: float | None = None
-    label: str | None = None
+    ci_exact: tuple[float, float] | None = None  # Clopper–Pearson 95 %; None for fewer than 3 items
+    ci_bootstrap: tuple[float, float] | None = None  # secondary: the item bootstrap
+    se_fixed: float | None = None  # SE over the replicates of these items, taken as fixed
+    p_pass: float | None = None  # 1 − the exact one-sided p-value of "true score ≤ the pass line"
+    label: str | None = None  # PASS / FAIL / INCONCLUSIVE from the exact bounds (statistics.LEGEND)
+    note: str | None = None  # why an interval is missing
 
 
 class TaskEfficiency(BaseModel):
@@ -342,8 +345,9 @@ class Report(BaseModel):
     max_total: float
     passed: bool
     reasons: list[str]
-    total_ci_t: tuple[float, float] | None = None
+    total_ci_exact: tuple[float, float] | None = None  # over the items with the categories as strata (+ modifier)
     total_ci_bootstrap: tuple[float, float] | None = None
+    total_label: str | None = None  # of the capability total against its pass line
     categories: list[CategoryScore]
     items: list[ItemScore]
     model_outcomes: dict[str, int]
@@ -377,7 +381,9 @@ class Report(BaseModel):
         return PassRule(self.pass_fraction)
 
     def scores(self) -> dict:
-        """The part of a report that must not depend on how the run was interrupted or retried."""
+        """The part of a report that must not depend on how the run was interrupted or retried, nor on the kit that
+        re-rendered it: the scores, not the statistics of their uncertainty (a newer kit may compute those anew)."""
         return {"total": self.total, "passed": self.passed, "reasons": self.reasons, "modifier": self.modifier,
-                "categories": [c.model_dump() for c in self.categories],
+                "categories": [c.model_dump(include={"id", "points", "max_points", "passed"})
+                               for c in self.categories],
                 "items": [(i.item_id, i.score, i.observations) for i in self.items]}

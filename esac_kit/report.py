@@ -108,8 +108,9 @@ def add_uncertainty(report: Report, suite: Suite, observations: list[Observation
     for category in report.categories:
         row = intervals.loc[category.id]
         categories.append(category.model_copy(update={
-            "ci_t": bounds(row, "t_low", "t_high"), "ci_bootstrap": bounds(row, "boot_low", "boot_high"),
-            "p_pass": _finite(row["p_pass"]), "label": row["label"]}))
+            "ci_exact": bounds(row, "low", "high"), "ci_bootstrap": bounds(row, "boot_low", "boot_high"),
+            "se_fixed": _finite(row["se_fixed"]), "p_pass": _finite(row["p_pass"]), "label": row["label"],
+            "note": row["note"] or None}))
     overall = intervals.loc[OVERALL]
     shift = report.modifier or 0.0  # AG: the interval is the capability's, moved by the modifier taken as fixed
 
@@ -118,8 +119,9 @@ def add_uncertainty(report: Report, suite: Suite, observations: list[Observation
         return None if pair is None else (round(pair[0] + shift, 9), round(pair[1] + shift, 9))
 
     return report.model_copy(update={"items": items, "categories": categories,
-                                     "total_ci_t": total_bounds("t_low", "t_high"),
-                                     "total_ci_bootstrap": total_bounds("boot_low", "boot_high")})
+                                     "total_ci_exact": total_bounds("low", "high"),
+                                     "total_ci_bootstrap": total_bounds("boot_low", "boot_high"),
+                                     "total_label": overall["label"]})
 
 
 def _finite(value) -> float | None:
@@ -128,23 +130,39 @@ def _finite(value) -> float | None:
     return None if math.isnan(value) else round(value, 9)
 
 
+def _uncertainty(ci, label: str | None, se_fixed: float | None = None, note: str | None = None) -> str:
+    """The interval (or why there is none) and the label, as a report line ends."""
+    if ci:
+        text = f"  CI95 exact {ci[0]:.2f}–{ci[1]:.2f}"
+    elif note and "no interval" in note:
+        text = f"  no interval ({note.split(':')[0]})" + (f", SE fixed {se_fixed:.2f}" if se_fixed is not None else "")
+    else:
+        text = ""
+    return text + (f"  {label}" if label else "")
+
+
 def format_report(report: Report) -> str:
-    """A terminal summary of a report."""
+    """A terminal summary of a report, ending with the legend of its marks and labels."""
+    from esac_kit.statistics import LEGEND
+
     judge = report.judge.name if report.judge else "-"
     lines = [f"{report.suite.upper()} {report.version} | model {report.model.name} | judge {judge} | "
              f"pool {report.pool.label}"]
     lines += [f"  NOTE: {note}" for note in report.notes]
     for category in report.categories:
-        mark = "ok " if category.passed else "LOW"
-        interval = f"  CI95 {category.ci_t[0]:.2f}–{category.ci_t[1]:.2f}" if category.ci_t else ""
-        label = f"  {category.label}" if category.label else ""
-        lines.append(f"  {category.id:14} {category.points:6.2f} / {category.max_points:g}  {mark}{interval}{label}")
+        mark = "meets line" if category.passed else "below line"
+        lines.append(f"  {category.id:14} {category.points:6.2f} / {category.max_points:g}  {mark}"
+                     + _uncertainty(category.ci_exact, category.label, category.se_fixed, category.note))
     verdict = "PASS" if report.passed else "FAIL"
     reasons = f" ({'; '.join(report.reasons)})" if report.reasons else ""
+    total = _uncertainty(report.total_ci_exact, None)
     if report.modifier is not None:
-        lines.append(f"  {'capability':14} {report.capability:6.2f} / {report.max_capability:g}  {verdict}{reasons}")
+        shift = report.modifier  # the capability's interval is the total's without the fixed modifier
+        capability = report.total_ci_exact and (report.total_ci_exact[0] - shift, report.total_ci_exact[1] - shift)
+        lines.append(f"  {'capability':14} {report.capability:6.2f} / {report.max_capability:g}  verdict {verdict}"
+                     f"{_uncertainty(capability, report.total_label)}{reasons}")
         lines.append(f"  {'efficiency':14} {report.modifier:6.2f} / {report.max_modifier:g}  (modifier, no threshold)")
-        lines.append(f"  {'total':14} {report.total:6.2f} / {report.max_total:g}")
+        lines.append(f"  {'total':14} {report.total:6.2f} / {report.max_total:g}{total}")
         for task in report.efficiency or []:
             token = "token unknown (no usage reported)" if task.token_level is None else f"token L{task.token_level}"
             levels = (f"action L{task.action_level} {token}" if task.success
@@ -153,7 +171,9 @@ def format_report(report: Report) -> str:
                          f"redundant {task.redundant} rework {task.rework} invalid {task.invalid} "
                          f"tokens {task.tokens:7d}  {levels}")
     else:
-        lines.append(f"  {'total':14} {report.total:6.2f} / {report.max_total:g}  {verdict}{reasons}")
+        lines.append(f"  {'total':14} {report.total:6.2f} / {report.max_total:g}  verdict {verdict}"
+                     f"{_uncertainty(report.total_ci_exact, report.total_label)}{reasons}")
     lines.append(f"  model outcomes: {report.model_outcomes}; retries: {report.retries or 'none'}; "
                  f"tokens: {report.tokens}")
+    lines.append(f"  {LEGEND}")
     return "\n".join(lines)

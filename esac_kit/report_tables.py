@@ -24,35 +24,33 @@ def item_table(report: Report) -> pd.DataFrame:
 
 
 def category_table(report: Report) -> pd.DataFrame:
-    """Each category and the total: points, the pass line (60 % unless the manifest says otherwise), pass/fail, t and bootstrap 95 % intervals,
-    P(score ≥ 60 %) and the PASS / FAIL / INCONCLUSIVE label (amendment 001 §10)."""
+    """Each category and the total: points, the pass line (the report's pass rule), observed pass/fail (amendment 001
+    §10), the exact 95 % interval, the fixed-items SE, the item bootstrap, P(score ≥ the line), the label and a note."""
     rule = report.pass_rule
 
-    def pair(bounds):
-        return (None, None) if bounds is None else bounds
+    def pair(bounds, shift: float = 0.0):
+        return (None, None) if bounds is None else (bounds[0] - shift, bounds[1] - shift)
 
-    rows = []
-    for c in report.categories:
-        (t_low, t_high), (b_low, b_high) = pair(c.ci_t), pair(c.ci_bootstrap)
-        rows.append({"category": c.id, "points": c.points, "max": c.max_points, "pass_line": rule.line(c.max_points),
-                     "passed": c.passed, "ci_t_low": t_low, "ci_t_high": t_high, "ci_boot_low": b_low,
-                     "ci_boot_high": b_high, "p_pass": c.p_pass, "label": c.label})
-    (t_low, t_high), (b_low, b_high) = pair(report.total_ci_t), pair(report.total_ci_bootstrap)
+    def row(name, points, maximum, line, passed, exact=(None, None), boot=(None, None), se_fixed=None, p_pass=None,
+            label=None, note=None):
+        return {"category": name, "points": points, "max": maximum, "pass_line": line, "passed": passed,
+                "ci_exact_low": exact[0], "ci_exact_high": exact[1], "se_fixed": se_fixed, "ci_boot_low": boot[0],
+                "ci_boot_high": boot[1], "p_pass": p_pass, "label": label, "note": note}
+
+    rows = [row(c.id, c.points, c.max_points, rule.line(c.max_points), c.passed, pair(c.ci_exact),
+                pair(c.ci_bootstrap), c.se_fixed, c.p_pass, c.label, c.note) for c in report.categories]
+    exact, boot = pair(report.total_ci_exact), pair(report.total_ci_bootstrap)
     if report.modifier is not None:  # AG: the pass line is on the capability points; the modifier has none
         shift = report.modifier
-        rows.append({"category": "capability", "points": report.capability, "max": report.max_capability,
-                     "pass_line": rule.line(report.max_capability), "passed": report.passed,
-                     "ci_t_low": None if t_low is None else t_low - shift,
-                     "ci_t_high": None if t_high is None else t_high - shift,
-                     "ci_boot_low": None if b_low is None else b_low - shift,
-                     "ci_boot_high": None if b_high is None else b_high - shift, "p_pass": None, "label": None})
-        rows.append({"category": "efficiency modifier", "points": report.modifier, "max": report.max_modifier,
-                     "pass_line": None, "passed": None, "ci_t_low": None, "ci_t_high": None, "ci_boot_low": None,
-                     "ci_boot_high": None, "p_pass": None, "label": None})
-    rows.append({"category": "total", "points": report.total, "max": report.max_total,
-                 "pass_line": None if report.modifier is not None else rule.line(report.max_total),
-                 "passed": report.passed, "ci_t_low": t_low,
-                 "ci_t_high": t_high, "ci_boot_low": b_low, "ci_boot_high": b_high, "p_pass": None, "label": None})
+        rows.append(row("capability", report.capability, report.max_capability, rule.line(report.max_capability),
+                        report.passed, pair(report.total_ci_exact, shift), pair(report.total_ci_bootstrap, shift),
+                        label=report.total_label))
+        rows.append(row("efficiency modifier", report.modifier, report.max_modifier, None, None,
+                        note="no threshold; taken as fixed in the total's interval"))
+        rows.append(row("total", report.total, report.max_total, None, report.passed, exact, boot))
+    else:
+        rows.append(row("total", report.total, report.max_total, rule.line(report.max_total), report.passed, exact,
+                        boot, label=report.total_label))
     return pd.DataFrame(rows)
 
 

@@ -1,5 +1,5 @@
 """Statistics of replicates (SPEC §7): item spreads, nested variance components, judge reliability, a D-study,
-category intervals with a PASS / FAIL / INCONCLUSIVE label, and paired comparisons of two runs.
+exact category intervals with a PASS / FAIL / INCONCLUSIVE label, and paired comparisons of two runs.
 
 Formulas: Miller 2024, "Adding Error Bars to Evals" (arXiv 2411.00640): item scores are the sampling unit,
 the item score of a resampled item is the mean of its observations, SE = s/√n, paired differences and the
@@ -390,12 +390,55 @@ def _t_quantile(df, probability: float):
 
 # ---------------------------------------------------------------- 5. category intervals
 
+INTERVAL_METHOD = "exact"  # Clopper–Pearson on the effective successes; what "CI95 exact" in a report means
+MIN_ITEMS_FOR_INTERVAL = 3  # with 2 items an interval over items spans nearly 0 to the maximum: none is shown
+LEGEND = ("Legend: 'meets line' / 'below line' is the observed score against the pass line, and these decide the "
+          "verdict (amendment 001 §10). PASS / FAIL / INCONCLUSIVE is its uncertainty: the exact 95 % interval "
+          "('CI95 exact', Clopper–Pearson on the effective number of successes) lies wholly at or above the line, "
+          "wholly below it, or across it; at a true score on the line a false PASS happens at most 2.5 % of the "
+          "time, so a category of 5 or fewer items never shows PASS. A 2-item category has no interval (it would "
+          "span nearly 0 to its maximum): 'SE fixed' is the spread over the replicates of those two items only. "
+          "The item bootstrap (report.json and the notebook) is secondary and collapses to a point when the items "
+          "score alike.")
+
+
+def exact_bounds(mean, n_eff, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+    """Clopper–Pearson bounds (fraction scale) on x = n_eff · mean effective successes out of n_eff."""
+    # For item scores in [0, 1] the binomial is the largest variance at a given mean, so the bound is conservative
+    # for fractional items (Korn & Graubard 1998 for the effective n); benchmarks/intervals.py shows the coverage.
+    mean, n = np.broadcast_arrays(np.asarray(mean, dtype=float), np.asarray(n_eff, dtype=float))
+    n = np.where(n > 0, n, np.nan)
+    x = np.clip(mean, 0.0, 1.0) * n
+    tail = (1 - level) / 2
+    with np.errstate(invalid="ignore", divide="ignore"):
+        low = np.where(x > 0, special.betaincinv(np.maximum(x, 1e-300), n - x + 1, tail), 0.0)
+        high = np.where(n - x > 0, special.betaincinv(x + 1, np.maximum(n - x, 1e-300), 1 - tail), 1.0)
+    nan = np.isnan(x)
+    return np.where(nan, np.nan, low), np.where(nan, np.nan, high)
+
+
+def exact_p_pass(mean, n_eff, line) -> np.ndarray:
+    """1 − the exact one-sided p-value of "true share ≤ line" (fraction scale): PASS needs ≥ 97.5 %."""
+    mean, n, line = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (mean, n_eff, line)))
+    x = np.clip(mean, 0.0, 1.0) * n
+    line = np.clip(line - _TOL, 0.0, 1.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = np.where(x > 0, 1 - special.betainc(np.maximum(x, 1e-300), n - x + 1, line), 0.0)
+    return np.where(np.isnan(x) | ~(n > 0), np.nan, p)
+
+
+def exact_labels(low, high, line) -> np.ndarray:
+    """PASS when the exact lower bound reaches the line, FAIL when the upper bound is below it, else INCONCLUSIVE."""
+    low, high, line = (np.asarray(v, dtype=float) for v in (low, high, line))
+    label = np.where(low + _TOL >= line, PASS, np.where(high + _TOL < line, FAIL, INCONCLUSIVE))
+    return np.where(np.isnan(low) | np.isnan(high), INCONCLUSIVE, label)
+
 
 def category_intervals(obs: pd.DataFrame, weights: Mapping[str, float] | None, points: Mapping[str, float],
                        level: float = 0.95, n_boot: int = 2000, seed: int = 0,
                        rule: PassRule = AMENDMENT_001_PASS) -> pd.DataFrame:
-    """Per category and overall: score, t and item-bootstrap intervals, P(score ≥ the pass line), PASS / FAIL /
-    INCONCLUSIVE."""
+    """Per category and overall: score, exact interval, fixed-items SE, item bootstrap, P(score ≥ the pass line),
+    PASS / FAIL / INCONCLUSIVE and a note."""
     items = _items(obs, weights)
     where = _category_order(points, items)
     means = _weighted_means(items.scores, items)
@@ -404,31 +447,69 @@ def category_intervals(obs: pd.DataFrame, weights: Mapping[str, float] | None, p
     score = max_points * _pick(means.mean, where)
     se = max_points * _pick(means.se, where)
     df = _pick(means.df, where)
-    # Overall: the categories are fixed strata with disjoint items, so Var(total) = Σ Var(category score).
+    w, starts = items.weights, items.starts
+    n_eff = _pick(np.add.reduceat(w, starts) ** 2 / np.add.reduceat(w * w, starts) if len(w) else np.array([]),
+                  where)
+    fixed = max_points * _pick(_fixed_items_se(obs, items), where)
+    # Overall: the categories are fixed strata with disjoint items, so Var(total) = Σ Var(category score); an item's
+    # share of the total is its category's points × w / Σw, and the exact bound uses the Kish effective n of those.
     total_se, total_df = _welch(se, df)
+    item_points = np.array([float(points[c]) for c in items.categories])[items.category_of_item] \
+        * w / np.add.reduceat(w, starts)[items.category_of_item] if len(w) else np.array([])
+    total_n_eff = item_points.sum() ** 2 / (item_points ** 2).sum() if len(w) else np.nan
     score = np.r_[score, score.sum()]
     se = np.r_[se, total_se]
     df = np.r_[df, total_df]
+    n_eff = np.r_[n_eff, total_n_eff]
+    fixed = np.r_[fixed, np.sqrt(np.sum(fixed ** 2))]
     max_points = np.r_[max_points, max_points.sum()]
+    n_items = np.r_[n_items, n_items.sum()]
     threshold = rule.line(max_points)
-    half = _t_quantile(df, (1 + level) / 2) * se
-    t_low = np.clip(score - half, 0, max_points)
-    t_high = np.clip(score + half, 0, max_points)
+    share = score / max_points
+    low, high = exact_bounds(share, n_eff, level)
+    label = exact_labels(low, high, rule.fraction)
+    p_pass = exact_p_pass(share, n_eff, rule.fraction)
+    shown = n_items >= MIN_ITEMS_FOR_INTERVAL
     boot = _bootstrap(items, where, max_points[:-1], level, n_boot, seed)
-    boot_low = np.where(np.isnan(se), np.nan, boot[0])
-    boot_high = np.where(np.isnan(se), np.nan, boot[1])
-    # P(true score ≥ threshold) from the t approximation of the sampling distribution: score ~ threshold + se·t_df.
-    with np.errstate(divide="ignore", invalid="ignore"):
-        z = (score - threshold + _TOL) / se
-    p_pass = np.where(se > 0, special.stdtr(np.where(se > 0, df, 1.0), z),
-                      np.where(score + _TOL >= threshold, 1.0, 0.0))
-    p_pass = np.where(np.isnan(se), np.nan, p_pass)
-    label = np.where(t_low + _TOL >= threshold, PASS, np.where(t_high + _TOL < threshold, FAIL, INCONCLUSIVE))
-    label = np.where(np.isnan(se), INCONCLUSIVE, label)
-    return pd.DataFrame({"category": [*points, OVERALL], "n_items": np.r_[n_items, n_items.sum()],
+    notes = [f"{n} item{'s' if n > 1 else ''}: no interval over items (it would span nearly 0–{m:g}); se_fixed is the SE over the "
+             f"replicates of these items, taken as fixed" + ("" if np.isfinite(f) else " (not measured: one "
+                                                               "observation per item)")
+             if 0 < n < MIN_ITEMS_FOR_INTERVAL else ("no scored items" if n == 0 else "")
+             for n, m, f in zip(n_items, max_points, fixed)]
+    return pd.DataFrame({"category": [*points, OVERALL], "n_items": n_items,
                          "points": max_points, "threshold": threshold, "score": score, "se": se, "df": df,
-                         "t_low": t_low, "t_high": t_high, "boot_low": boot_low, "boot_high": boot_high,
-                         "p_pass": p_pass, "label": label})
+                         "n_eff": n_eff, "low": np.where(shown, max_points * low, np.nan),
+                         "high": np.where(shown, max_points * high, np.nan), "se_fixed": fixed,
+                         "boot_low": np.where(shown, boot[0], np.nan), "boot_high": np.where(shown, boot[1], np.nan),
+                         "p_pass": p_pass, "label": label, "note": notes})
+
+
+def _fixed_items_se(obs: pd.DataFrame, items: _Items) -> np.ndarray:
+    """Per category, the SE of the weighted mean from the replicates of its items taken as fixed (NaN when an item
+    has one observation)."""
+    # Var(item mean) = s²(answer means)/a for a ≥ 2 answers (it holds σ²_answer/a + σ²_judge/(ab)), else
+    # s²(observations)/m for one answer judged m ≥ 2 times; deterministic items have no replicate to measure.
+    judged = _judged(obs)
+    var_item = np.full(len(items.ids), np.nan)
+    if len(judged.items):
+        per_answer = np.bincount(judged.answer_of_obs)
+        answer_mean = np.bincount(judged.answer_of_obs, weights=judged.y) / per_answer
+        n_items = len(judged.items)
+        a = np.bincount(judged.item_of_answer, minlength=n_items)
+        item_mean = np.bincount(judged.item_of_answer, weights=answer_mean, minlength=n_items) / a
+        between = np.bincount(judged.item_of_answer, weights=(answer_mean - item_mean[judged.item_of_answer]) ** 2,
+                              minlength=n_items)
+        m = np.bincount(judged.item_of_obs, minlength=n_items)
+        obs_mean = np.bincount(judged.item_of_obs, weights=judged.y, minlength=n_items) / m
+        within = np.bincount(judged.item_of_obs, weights=(judged.y - obs_mean[judged.item_of_obs]) ** 2,
+                             minlength=n_items)
+        var = np.where(a >= 2, _ratio(between, a - 1) / a, _ratio(within, m - 1) / m)
+        position = {item: k for k, item in enumerate(items.ids)}
+        var_item[[position[i] for i in judged.items]] = var
+    if len(items.ids) == 0:
+        return np.array([])
+    w, starts = items.weights, items.starts
+    return np.sqrt(np.add.reduceat(w * w * var_item, starts)) / np.add.reduceat(w, starts)
 
 
 def _bootstrap(items: _Items, where: np.ndarray, max_points: np.ndarray, level: float, n_boot: int,

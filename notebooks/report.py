@@ -12,6 +12,7 @@ with app.setup:
     from esac_kit import report_tables, variance, watch
     from esac_kit.charts import category_chart, item_chart
     from esac_kit.compare import load_report
+    from esac_kit.statistics import LEGEND
 
     alt.data_transformers.disable_max_rows()
 
@@ -38,19 +39,19 @@ def _(args):
 @app.cell
 def _(report, run):
     _verdict = "PASS" if report.passed else "FAIL"
-    _ci = report.total_ci_t
-    _ci_text = f"95 % CI {_ci[0]:.1f}–{_ci[1]:.1f}" if _ci else "no interval"
+    _ci = report.total_ci_exact
+    _ci_text = f"CI95 exact {_ci[0]:.1f}–{_ci[1]:.1f}" if _ci else "no interval"
     _judge = report.judge.name if report.judge else "no judge"
     _status = ("official result" if report.official
                else "**unofficial:** " + "; ".join(report.notes))
-    _reasons = "\n".join(f"- {reason}" for reason in report.reasons) or "- every category and the total reach 60 %"
+    _reasons = "\n".join(f"- {reason}" for reason in report.reasons) or f"- every category and the total reach {report.pass_rule.percent}"
     _stats = [mo.stat(f"{report.total:.1f} / {report.max_total:g}", label="total", caption=_ci_text, bordered=True)]
     if report.modifier is not None:
         _stats += [mo.stat(f"{report.capability:.1f} / {report.max_capability:g}", label="capability",
-                           caption="the pass line is 60 % of these points", bordered=True),
+                           caption=f"the pass line is {report.pass_rule.percent} of these points", bordered=True),
                    mo.stat(f"{report.modifier:.2f} / {report.max_modifier:g}", label="efficiency modifier",
                            caption="no threshold (amendment 001 §1)", bordered=True)]
-    _stats.append(mo.stat(_verdict, label="verdict", caption="every category and the capability total ≥ 60 % "
+    _stats.append(mo.stat(_verdict, label="verdict", caption=f"every category and the capability total ≥ {report.pass_rule.percent} "
                           "(amendment 001 §10)", bordered=True))
     mo.vstack([
         mo.md(f"# {report.suite.upper()} {report.version} · {report.model.name}\n\n"
@@ -65,10 +66,10 @@ def _(report, run):
 @app.cell
 def _(report):
     mo.vstack([
-        mo.md("## Scores, the 60 % lines and the confidence intervals\n\n"
-              "`pass_line` is the pass rule's share (60 %) of each maximum; `ci_t` is the t interval over items, `ci_boot` the item "
-              "bootstrap; `label` says whether the interval clears the line (PASS), misses it (FAIL) or "
-              "straddles it (INCONCLUSIVE)."),
+        mo.md("## Scores, the pass lines and the exact intervals\n\n"
+              "`pass_line` is the pass rule's share of each maximum and `passed` the observed verdict; "
+              "`ci_exact` is the exact 95 % interval, `se_fixed` the spread over replicates with the items fixed, "
+              "`ci_boot` the item bootstrap (secondary), `note` why an interval is missing.\n\n" + LEGEND),
         report_tables.category_table(report).round(3),
     ])
     return

@@ -57,7 +57,7 @@ def test_a_run_folder_holds_every_artefact_and_the_report_validates(two_runs):
     table = pd.read_parquet(folder / "observations.parquet")
     assert len(table) == 29 + 4 * 7 and {"model_replicate", "judge_replicate", "score"} <= set(table.columns)
     for field in ("fingerprints", "pool", "model", "judge", "kit_version", "created_at", "reasons", "model_outcomes",
-                  "retries", "tokens", "total_ci_t"):
+                  "retries", "tokens", "total_ci_exact", "total_label"):
         assert report[field] is not None, field
     assert all(c["label"] in ("PASS", "FAIL", "INCONCLUSIVE") for c in report["categories"])
 
