@@ -59,22 +59,73 @@ def scripted_judge(body):
 
 
 ANCHORS = anchors_by_response()
+ANCHOR_KEYS = [(v.prompt, a.response) for folder in (ITEMS / "gi", PACK / "gi") for path in sorted(folder.glob("*-*.toml"))
+               for v in read_item(path).variants for a in v.anchors]
 
 
 def rubric_check(*args):
     return main(["rubric", "check", "--max-attempts", "2", "--retry-base-s", "0.01", *args])
 
 
-def test_rubric_check_reports_orders_with_a_scripted_judge(capsys):
-    with LoopbackServer(scripted_judge) as server:
-        code = rubric_check("--judge", f"openai:judge@{server.url}", "--pack", str(PACK))
+def anchor_levels_judge():
+    """A judge that answers with the levels stored in tests/fixtures/anchor_levels.json, read from the descriptors."""
+    stored = json.loads((Path(__file__).parent / "fixtures" / "anchor_levels.json").read_text())["levels"]
+    by_text = {}
+    for folder in (ITEMS / "gi", PACK / "gi"):
+        for path in sorted(folder.glob("*.toml")):
+            if path.name not in ("manifest.toml", "versions.toml"):
+                item = read_item(path)
+                for variant in item.variants:
+                    for anchor in variant.anchors:
+                        key = (variant.prompt.strip(), anchor.response.strip())
+                        by_text[key] = stored[item.id][variant.id][anchor.kind]
+
+    def judge(body):
+        text = body["messages"][-1]["content"]
+        task = re.search(r"<<<TASK-(\w+)>>>\n(.*)\n<<<END-TASK-\1>>>", text, re.DOTALL).group(2).strip()
+        response = re.search(r"<<<RESPONSE-(\w+)>>>\n(.*)\n<<<END-RESPONSE-\1>>>", text, re.DOTALL).group(2).strip()
+        return json.dumps({"rationale": "levels from the descriptors", "levels": by_text[(task, response)]})
+
+    return judge
+
+
+def test_rubric_check_holds_every_order_by_its_margin_under_a_descriptor_literal_judge(capsys):
+    with LoopbackServer(anchor_levels_judge()) as server:
+        code = rubric_check("--judge", f"openai:j@{server.url}", "--pack", str(PACK))
         judge_calls = server.requests
     output = capsys.readouterr().out
     assert code == 0, output
-    assert "14/14 variants produce their required order" in output
-    assert "[ok] terse > padded" in output and "[ok] padded > terse" in output and "VIOLATED" not in output
-    non_empty_anchors = sum(1 for response in ANCHORS if response)
-    assert judge_calls == 2 * non_empty_anchors
+    assert "14/14 variants produce their required order" in output and "VIOLATED" not in output
+    assert judge_calls == 2 * sum(1 for _ in ANCHOR_KEYS)  # the empty anchor is judged like the others
+    margins = [float(m) for relation, m in re.findall(r"\] (\w+ >=? \w+) \(margin ([-+.\d]+)\)", output)
+               if ">=" not in relation]
+    assert margins and min(margins) >= 0.15
+    depths = {path.stem: read_item(path).expected_depth for path in (ITEMS / "gi").glob("calibration-*.toml")}
+    # A correct answer of the wrong depth keeps at most half the item (amendment 001 §2); the boundary item is exempt.
+    for item_id, block in re.findall(r"^(calibration-[\w-]+) \[[\w-]+\]: order \w+\n(.*)$", output, re.M):
+        wrong = {"deep": "terse", "concise": "padded"}.get(depths[item_id])
+        if wrong:
+            assert float(re.search(rf"\b{wrong} ([.\d]+)", block).group(1)) <= 0.5, (item_id, block)
+
+
+def test_a_margin_below_the_minimum_fails_even_when_the_order_holds():
+    from esac_kit.gi.rubric_check import relation_margin
+
+    assert relation_margin("ideal > terse", {"ideal": 1.0, "terse": 0.9}) == pytest.approx((0.1, False))
+    assert relation_margin("ideal > terse", {"ideal": 1.0, "terse": 0.8})[1]
+    assert relation_margin("ideal >= terse", {"ideal": 1.0, "terse": 1.0}) == (0.0, True)
+    assert relation_margin("empty = 0", {"empty": 0.0}) == (0.0, True)
+
+
+def test_the_judge_is_told_which_requirements_are_checked_in_code():
+    from esac_kit.gi.judge import judge_request
+
+    item = read_item(ITEMS / "gi" / "writing-bad-news-message.toml")
+    text = judge_request(item.rubric, "task", "response", item.id, 0, 0.0, 100).messages[0]["content"]
+    code_part = text.split("CHECKED IN CODE", 1)[1].split("TASK", 1)[0]
+    assert "do not grade these again" in code_part
+    assert all(f"- {c}:" in code_part for c in ("word_range", "required_facts", "forbidden_phrases"))
+    assert "- word_range (weight" not in text  # not offered as a criterion to grade
 
 
 def test_rubric_check_flags_a_broken_rubric(tmp_path, capsys):

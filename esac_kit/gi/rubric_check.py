@@ -17,6 +17,8 @@ from esac_kit.schemas import ItemSpec, Variant
 from esac_kit.gi.scoring import score_verdict
 
 _RELATION = re.compile(r"^\s*(\w+)\s*(>=|>|=)\s*(\w+)\s*$")
+# A strict order must hold by this much of the item, or judge noise could flip it (amendment 001 §2).
+MIN_MARGIN = 0.15
 
 
 @dataclass
@@ -27,16 +29,17 @@ class VariantCheck:
     variant_id: str
     scores: dict[str, float] = field(default_factory=dict)
     replicate_scores: dict[str, list[float]] = field(default_factory=dict)
-    relations: list[tuple[str, bool]] = field(default_factory=list)
+    relations: list[tuple[str, float, bool]] = field(default_factory=list)
 
     @property
     def holds(self) -> bool:
         """True when every required relation holds."""
-        return all(ok for _, ok in self.relations)
+        return all(ok for _, _, ok in self.relations)
 
 
-def relation_holds(relation: str, scores: dict[str, float]) -> bool:
-    """Evaluate `kind > kind`, `kind >= kind` or `kind = 0` against anchor scores."""
+def relation_margin(relation: str, scores: dict[str, float]) -> tuple[float, bool]:
+    """The margin of `kind > kind`, `kind >= kind` or `kind = 0` (mean difference, or distance to the constant) and
+    whether it holds: `>` by at least MIN_MARGIN, `>=` by at least 0 (a tie is its point), `=` exactly."""
     match = _RELATION.match(relation)
     if not match:
         raise ConfigError(f"required_order entry '{relation}' is not of the form 'kind > kind' or 'kind = 0'")
@@ -44,7 +47,14 @@ def relation_holds(relation: str, scores: dict[str, float]) -> bool:
     a = scores[left]
     b = float(right) if right.replace(".", "").isdigit() else scores[right]
     eps = 1e-9
-    return {"=": abs(a - b) <= eps, ">=": a >= b - eps, ">": a > b + eps}[operator]
+    if operator == "=":
+        return abs(a - b), abs(a - b) <= eps
+    return a - b, a - b >= (MIN_MARGIN if operator == ">" else 0.0) - eps
+
+
+def relation_holds(relation: str, scores: dict[str, float]) -> bool:
+    """True when the relation holds by its required margin."""
+    return relation_margin(relation, scores)[1]
 
 
 async def check_variant(item: ItemSpec, variant: Variant, judge: Provider, temperature: float, max_tokens: int,
@@ -57,7 +67,7 @@ async def check_variant(item: ItemSpec, variant: Variant, judge: Provider, tempe
                                             for r in range(JUDGE_REPLICATES)))
         result.replicate_scores[anchor.kind] = list(replicates)
         result.scores[anchor.kind] = sum(replicates) / len(replicates)
-    result.relations = [(relation, relation_holds(relation, result.scores)) for relation in item.required_order]
+    result.relations = [(relation, *relation_margin(relation, result.scores)) for relation in item.required_order]
     return result
 
 
@@ -73,7 +83,7 @@ async def judged_score(judge: Provider, item: ItemSpec, prompt: str, facts: list
         return await with_retries(once, policy, item.id, "judge")
 
     judgement = await judge_response(ask, judge.endpoint, item.rubric, prompt, response, facts, item.id, replicate,
-                                     temperature, max_tokens)
+                                     temperature, max_tokens, judge_empty=True)
     return score_verdict(item.rubric, judgement.levels)
 
 
@@ -92,14 +102,15 @@ async def check_items(items: list[tuple[ItemSpec, Variant]], judge_factory, temp
 
 
 def format_checks(checks: list[VariantCheck]) -> str:
-    """One block per variant: anchor scores (replicates) and each relation with ok or VIOLATED."""
+    """One block per variant: anchor scores (replicates) and each relation with its margin, ok or VIOLATED."""
     lines = []
     for check in checks:
         verdict = "holds" if check.holds else "VIOLATED"
         lines.append(f"{check.item_id} [{check.variant_id}]: order {verdict}")
         lines.append("  " + "  ".join(f"{kind} {score:.3f} ({', '.join(f'{s:.2f}' for s in check.replicate_scores[kind])})"
                                       for kind, score in check.scores.items()))
-        lines.append("  " + "  ".join(f"[{'ok' if ok else 'VIOLATED'}] {relation}" for relation, ok in check.relations))
+        lines.append("  " + "  ".join(f"[{'ok' if ok else 'VIOLATED'}] {relation} (margin {margin:+.3f})"
+                                      for relation, margin, ok in check.relations))
     return "\n".join(lines)
 
 
@@ -119,4 +130,4 @@ def check_rubrics(suite, items: list[ItemSpec], judge_name: str, pack, policy: R
                                          pin.temperature if pin else 0.7, pin.max_tokens if pin else 1024, policy))
     violated = [f"{c.item_id} [{c.variant_id}]" for c in checks if not c.holds]
     return VerifyOutcome(format_checks(checks), f"{len(checks) - len(violated)}/{len(checks)} variants produce their "
-                                                f"required order", violated)
+                                                f"required order (strict orders by margin >= {MIN_MARGIN:g})", violated)

@@ -194,9 +194,9 @@ class Workbench:
                              for kind, score in self.check.scores.items()])
 
     def relations(self) -> pd.DataFrame:
-        """One row per required relation and whether it holds."""
-        return pd.DataFrame([{"relation": r, "holds": ok} for r, ok in self.check.relations],
-                            columns=["relation", "holds"])
+        """One row per required relation: its margin and whether it holds."""
+        return pd.DataFrame([{"relation": r, "margin": m, "holds": ok} for r, m, ok in self.check.relations],
+                            columns=["relation", "margin", "holds"])
 
 
 def judge_workbench(item: ItemSpec, variant: Variant, rubric: Rubric, judge: str,
