@@ -34,7 +34,8 @@ def category_chart(report: Report) -> alt.LayerChart:
         layers.append(base.mark_rule(color="black").encode(x="ci_low:Q", x2="ci_high:Q"))
     line = alt.Chart(pd.DataFrame({"threshold": [report.pass_fraction]})).mark_rule(strokeDash=[4, 3], color="gray").encode(
         x="threshold:Q")
-    title = f"{report.suite.upper()} {report.version} · {report.model.name} · {report.total:.1f}/{report.max_total:g}"
+    total = "incomplete" if report.total is None else f"{report.total:.1f}/{report.max_total:g}"
+    title = f"{report.suite.upper()} {report.version} · {report.model.name} · {total}"
     return alt.layer(*layers, line).properties(title=title, width=420, height=22 * len(frame))
 
 

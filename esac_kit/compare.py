@@ -27,6 +27,9 @@ def load_report(folder: Path) -> Report:
 
 def comparability(a: Report, b: Report) -> list[str]:
     """Notes on what differs between two comparable runs; raises ConfigError when they are not comparable."""
+    for name, report in (("A", a), ("B", b)):
+        if report.total is None:
+            raise ConfigError(f"run {name} ({report.run_id}) is incomplete: resume it to the end before comparing")
     if a.suite != b.suite:
         raise ConfigError(f"runs of different suites ({a.suite}, {b.suite}) are not comparable")
     if major_of(a.version) != major_of(b.version):
@@ -70,7 +73,28 @@ def paired_table(folder_a: Path, folder_b: Path, items_dir: Path | None = None) 
     weights = {i.id: i.weight for i in suite.items}
     present = set(a["category"])
     points = {c.id: c.points for c in suite.manifest.categories if c.id in present}
-    return paired_comparison(a, b, weights, points)
+    table = paired_comparison(a, b, weights, points)
+    modifiers = [load_report(folder).modifier for folder in (folder_a, folder_b)]
+    if None not in modifiers:  # ESAC-AG: the total is capability + the modifier, taken as fixed (amendment 001 §1)
+        table = with_modifier(table, *modifiers)
+    return table
+
+
+def with_modifier(table: pd.DataFrame, modifier_a: float, modifier_b: float) -> pd.DataFrame:
+    """The paired table with the efficiency modifier as its own row and inside the overall row."""
+    from esac_kit.statistics import OVERALL
+
+    overall = table["category"] == OVERALL
+    table = table.copy()
+    table.loc[overall, "score_a"] += modifier_a
+    table.loc[overall, "score_b"] += modifier_b
+    shift = modifier_b - modifier_a
+    for column in ("diff", "ci_low", "ci_high"):
+        table.loc[overall, column] += shift
+    row = {column: float("nan") for column in table.columns} | {
+        "category": "efficiency modifier", "n_items": 0, "score_a": modifier_a, "score_b": modifier_b, "diff": shift}
+    at = int(overall.to_numpy().argmax())
+    return pd.concat([table.iloc[:at], pd.DataFrame([row]), table.iloc[at:]], ignore_index=True)
 
 
 def _observations_table(folder: Path) -> pd.DataFrame:
@@ -95,6 +119,10 @@ def leaderboard(reports_dir: Path, items_dir: Path | None = None) -> tuple[pd.Da
     expected = _scoring_of_versions([r for _, r in reports], items_dir)
     rows, left_out = [], []
     for folder, report in reports:
+        if report.total is None:
+            left_out.append(f"{folder}: {report.suite.upper()} {report.version} run {report.run_id} is incomplete: "
+                            f"left out")
+            continue
         scoring = report.fingerprints.get("scoring")
         wanted = expected.get((report.suite, report.version))
         if scoring != wanted:

@@ -341,7 +341,7 @@ class Report(BaseModel):
     created_at: str
     rendered_at: str
     pass_fraction: float = AMENDMENT_001_PASS.fraction  # from the manifest: every label and chart uses this line
-    total: float
+    total: float | None  # None for an incomplete run: what is missing is not a zero (amendment 001 §8)
     max_total: float
     passed: bool
     reasons: list[str]

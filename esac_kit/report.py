@@ -80,7 +80,13 @@ def build_report(suite: Suite, config: RunConfig, observations: list[Observation
         tokens=tokens)
     for kind in dict.fromkeys(kind_of(i) for i in planned_items):
         report = kind.report_extras(report, suite, [i for i in planned_items if kind_of(i) is kind], by_item)
-    return add_uncertainty(report, suite, ordered)
+    report = add_uncertainty(report, suite, ordered)
+    if len(ordered) < planned:  # no total from a run that has not finished: its missing items are not zeros
+        report = report.model_copy(update={"total": None, "capability": None, "modifier": None, "passed": False,
+                                           "total_ci_exact": None, "total_ci_bootstrap": None, "total_label": None,
+                                           "reasons": [*report.reasons, "incomplete run: no total until it is resumed "
+                                                                        "to the end"]})
+    return report
 
 
 def add_uncertainty(report: Report, suite: Suite, observations: list[Observation]) -> Report:
@@ -156,7 +162,9 @@ def format_report(report: Report) -> str:
     verdict = "PASS" if report.passed else "FAIL"
     reasons = f" ({'; '.join(report.reasons)})" if report.reasons else ""
     total = _uncertainty(report.total_ci_exact, None)
-    if report.modifier is not None:
+    if report.total is None:
+        lines.append(f"  {'total':14} {'—':>6} / {report.max_total:g}  verdict {verdict}{reasons}")
+    elif report.modifier is not None:
         shift = report.modifier  # the capability's interval is the total's without the fixed modifier
         capability = report.total_ci_exact and (report.total_ci_exact[0] - shift, report.total_ci_exact[1] - shift)
         lines.append(f"  {'capability':14} {report.capability:6.2f} / {report.max_capability:g}  verdict {verdict}"

@@ -45,7 +45,8 @@ def _(report, run):
     _status = ("official result" if report.official
                else "**unofficial:** " + "; ".join(report.notes))
     _reasons = "\n".join(f"- {reason}" for reason in report.reasons) or f"- every category and the total reach {report.pass_rule.percent}"
-    _stats = [mo.stat(f"{report.total:.1f} / {report.max_total:g}", label="total", caption=_ci_text, bordered=True)]
+    _total = "incomplete" if report.total is None else f"{report.total:.1f} / {report.max_total:g}"
+    _stats = [mo.stat(_total, label="total", caption=_ci_text, bordered=True)]
     if report.modifier is not None:
         _stats += [mo.stat(f"{report.capability:.1f} / {report.max_capability:g}", label="capability",
                            caption=f"the pass line is {report.pass_rule.percent} of these points", bordered=True),

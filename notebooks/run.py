@@ -94,8 +94,10 @@ def live_view(plan, observations):
     if report is None:
         return mo.md("Waiting for the first observation…")
     return mo.vstack([
-        mo.md(f"**{report.total:.2f} / {report.max_total:g}** from {len(observations)} of {plan.planned} "
-              f"observations"),
+        mo.md(f"**{report.total:.2f} / {report.max_total:g}** from all {plan.planned} observations"
+              if report.total is not None else
+              f"{len(observations)} of {plan.planned} observations so far: category scores below, no total until "
+              f"the run is complete"),
         category_chart(report),
         report_tables.item_table(report),
     ])

@@ -196,3 +196,36 @@ def test_a_pass_fraction_of_65_percent_is_every_label_line_and_chart(tmp_path):
     assert (table.dropna(subset=["pass_line"])["pass_line"] == 0.65 * table.dropna(subset=["pass_line"])["max"]).all()
     chart = json.dumps(category_chart(report).to_dict())
     assert '"threshold": 0.65' in chart and "0.6," not in chart.replace("0.65", "")
+
+
+def test_the_paired_comparison_of_ag_runs_counts_the_modifier_in_the_total(tmp_path):
+    from esac_kit.compare import paired_table
+    from esac_kit.statistics import OVERALL
+
+    folders = []
+    for policy in ("reference", "wasteful"):
+        reports = tmp_path / policy
+        assert esac_run("--suite", "ag", "--model", f"scripted:{policy}", "--no-cache", "--reports", str(reports),
+                        "--only", "tools-order-fulfilment", "data-revenue-report") == 0
+        folders.append(run_folder_of(reports))
+    a, b = (json.loads((folder / "report.json").read_text()) for folder in folders)
+    table = paired_table(*folders).set_index("category")
+    assert table.at[OVERALL, "score_a"] == pytest.approx(a["total"])
+    assert table.at[OVERALL, "score_b"] == pytest.approx(b["total"])
+    assert a["modifier"] > b["modifier"]  # the wasteful agent earned less efficiency credit
+    assert table.at["efficiency modifier", "diff"] == pytest.approx(b["modifier"] - a["modifier"])
+
+
+def test_a_rerendered_incomplete_run_shows_no_total_and_compare_refuses_it(two_runs, tmp_path, capsys):
+    _, (a, b) = two_runs
+    folder = tmp_path / "cut"
+    shutil.copytree(b, folder)
+    journal = folder / "observations.jsonl"
+    journal.write_text("".join(journal.read_text().splitlines(keepends=True)[:-3]))  # as if aborted
+    assert main(["report", str(folder)]) == 0
+    printed = capsys.readouterr().out
+    report = json.loads((folder / "report.json").read_text())
+    assert report["total"] is None and report["passed"] is False and "incomplete run" in " ".join(report["reasons"])
+    assert "total               — /" in printed
+    assert main(["compare", str(a), str(folder)]) == 2
+    assert "incomplete" in capsys.readouterr().err
