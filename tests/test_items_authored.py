@@ -85,9 +85,11 @@ def test_required_orders_are_well_formed_and_fit_the_expected_depth(public, pack
     for item in all_items(public, pack):
         assert item.required_order and all(ORDER.match(rule) for rule in item.required_order), item.id
         assert {"off_topic = 0", "empty = 0", "injection = 0"} <= set(item.required_order)
-        expected = {"deep": "padded > terse", "concise": "terse > padded", "either": "ideal >= terse",
+        expected = {"deep": "padded > terse", "concise": "terse > padded", "either": "terse > padded",
                     None: "ideal > padded"}[item.expected_depth]
         assert expected in item.required_order, item.id
+        if item.expected_depth == "either":  # either depth is right (amendment 001 §2): no order of ideal and terse
+            assert not [rule for rule in item.required_order if {"ideal", "terse"} <= set(re.findall(r"\w+", rule))]
 
 
 def test_calibration_prompts_cue_depth_by_situation_not_instruction(public, pack):
