@@ -205,3 +205,21 @@ def test_a_reply_after_the_time_budget_is_a_model_failure_scored_as_no_answer(an
     folder = run_folder_of(tmp_path / "r")
     [record] = map(json.loads, (folder / "observations.jsonl").read_text().splitlines())
     assert record["outcome"] == "time_budget" and record["score"] == 0.0 and "ANSWER:" in record["response"]
+
+
+def test_a_notebook_run_stops_cooperatively_and_releases_the_folder(answers, tmp_path):
+    from esac_kit import runs, watch
+    from esac_kit.errors import RunStopped
+
+    with LoopbackServer(answers, latency_s=0.4) as server:
+        plan = runs.plan_run("gi", "public", f"openai:m@{server.url}", concurrency=1, only=list(ITEMS),
+                             reports_dir=tmp_path)
+        handle = watch.start_run(plan, use_cache=False)
+        wait_for_lines(tmp_path, 1)
+        assert handle.stop(timeout_s=30)
+        with pytest.raises(RunStopped):
+            handle.result()
+        kept = len((plan.folder / "observations.jsonl").read_text().splitlines())
+        assert 1 <= kept < len(ITEMS)
+        assert esac_run("--resume", str(plan.folder)) == 0  # the lock is free and the run finishes
+    assert len((plan.folder / "observations.jsonl").read_text().splitlines()) == len(ITEMS)
