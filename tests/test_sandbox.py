@@ -6,7 +6,6 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import tempfile
 import time
 
@@ -28,25 +27,6 @@ def _response(code: str) -> str:
 
 def _key(expected: str, entry: str = "f") -> CodeTestsKey:
     return CodeTestsKey(entry_point=entry, tests=[CodeTest(args="(1,)", expected=expected)])
-
-
-@pytest.fixture
-def listener():
-    """A TCP listener on 127.0.0.1; `accepted()` says whether anything connected to it."""
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen()
-    server.settimeout(0.3)
-
-    def accepted() -> bool:
-        try:
-            server.accept()[0].close()
-            return True
-        except OSError:
-            return False
-
-    yield server.getsockname()[1], accepted
-    server.close()
 
 
 @pytest.fixture

@@ -69,25 +69,6 @@ def open_folder():
 
 
 @pytest.fixture
-def listener():
-    """A TCP listener on 127.0.0.1; `accepted()` says whether anything connected to it."""
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen()
-    server.settimeout(0.3)
-
-    def accepted() -> bool:
-        try:
-            server.accept()[0].close()
-            return True
-        except OSError:
-            return False
-
-    yield server.getsockname()[1], accepted
-    server.close()
-
-
-@pytest.fixture
 def landlock_alone(monkeypatch):
     """Runs with seccomp and the namespaces switched off, so that Landlock's own network rules and scopes are tested."""
     layers = {**sandbox.sandbox_layers(), "seccomp": False, "network_namespace": False, "mount_namespace": False}
