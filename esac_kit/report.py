@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 from esac_kit import __version__
 from esac_kit.kinds import kind_of, plan
 # The report's models live with every other record in esac_kit.records; ag.kind imports them from here.
-from esac_kit.records import CategoryScore, ItemScore, Observation, Party, Report, RunConfig, TaskEfficiency
+from esac_kit.records import CategoryScore, ItemScore, Observation, Party, Report, RunConfig
 from esac_kit.scoring import aggregate, item_score
 from esac_kit.suite import Suite
 

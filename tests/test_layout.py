@@ -4,7 +4,6 @@ esac_kit/gi, no switch on a scoring string outside the kinds, and the command as
 from __future__ import annotations
 
 import ast
-import re
 import subprocess
 import sys
 from pathlib import Path

@@ -8,8 +8,7 @@ from typing import Any
 
 from esac_kit.gi.constraints import constraint_met
 from esac_kit.gi.normalise import answers_match, final_answer, is_abstention, labelled_answers, last_python_block
-from esac_kit.schemas import (AnswerKey, CodeTestsKey, ConstraintsKey, ExactKey, HonestyKey, JudgeKey,
-                              SuiteManifest)
+from esac_kit.schemas import AnswerKey, CodeTestsKey, ConstraintsKey, ExactKey, HonestyKey, JudgeKey
 
 
 @dataclass(frozen=True)
