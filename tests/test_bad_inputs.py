@@ -57,22 +57,23 @@ def test_an_item_file_that_is_not_utf8(items):
     assert_one_line_exit_2(esac("items", "--items", str(items)), "quant-crew-work.toml", "not UTF-8")
 
 
-def test_a_generator_reference_to_the_wrong_function(items):
+def set_generator(items: Path, reference: str) -> None:
+    """Point quant-crew-work's item file at another generator."""
     path = items / "gi" / "quant-crew-work.toml"
     text = path.read_text()
     start = text.index("generator = ")
     end = text.index("\n", start)
-    path.write_text(text[:start] + 'generator = "esac_kit.rng:derive_item_key"' + text[end:])
+    path.write_text(text[:start] + f'generator = "{reference}"' + text[end:])
+
+
+def test_a_generator_reference_to_the_wrong_function(items):
+    set_generator(items, "esac_kit.rng:derive_item_key")
     assert_one_line_exit_2(esac("show", "quant-crew-work", "--items", str(items)), "quant-crew-work.toml",
                            "field 'generator'", "failed")
 
 
 def test_a_generator_reference_to_no_function(items):
-    path = items / "gi" / "quant-crew-work.toml"
-    text = path.read_text()
-    start = text.index("generator = ")
-    end = text.index("\n", start)
-    path.write_text(text[:start] + 'generator = "esac_kit.gi.generators.quant:no_such_generator"' + text[end:])
+    set_generator(items, "esac_kit.gi.generators.quant:no_such_generator")
     assert_one_line_exit_2(esac("items", "--items", str(items)), "quant-crew-work.toml", "no function")
 
 
