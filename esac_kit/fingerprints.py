@@ -206,6 +206,7 @@ def compute(suite: Suite) -> Fingerprints:
         protocols[item.id] = kind.key_protocol(instance)
     content = {
         "items": [{"id": i.id, "title": i.title, "lever": i.difficulty_lever, "generator": i.generator,
+                   "difficulty": i.difficulty.model_dump() if i.difficulty else None,
                    "variants": [{"id": v.id, "prompt": v.prompt, "facts": v.facts} for v in i.variants]}
                   for i in suite.items],
         "code": {name: code_digest(name) for name in closure(generation, stops)},

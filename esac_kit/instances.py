@@ -33,7 +33,7 @@ def generate(suite: Suite, item: ItemSpec, pool: Pool, pack: Path | None = None,
                           f"{type(generated).__name__}, not an instance")
     return Instance(suite=suite.manifest.suite, version=suite.manifest.version, item_id=item.id,
                     category=item.category, pool=pool.name, prompt=generated.prompt, key=generated.key,
-                    reference=generated.reference)
+                    reference=generated.reference, difficulty=generated.difficulty)
 
 
 def build_task(suite: Suite, item: ItemSpec, pool: Pool):

@@ -83,7 +83,7 @@ class Kind:
     def generate(self, item: ItemSpec, rng: ItemRng, held_out: Callable[[], ItemSpec] | None,
                  task: object | None = None) -> Generated:
         """The prompt, key and reference of one instance; `held_out()` reads the private pack's item when needed."""
-        return resolve(item.generator)(rng)
+        return draw_in_band(item, rng)
 
     def key_protocol(self, instance: Instance) -> object:
         """The part of an instance's key that decides how it is scored (not what the answer is): scoring material."""
@@ -102,7 +102,8 @@ class Kind:
         """What `esac-kit show` prints after the prompt; with `answer`, the key and the reference."""
         if not answer:
             return ""
-        return f"\n# key\n{instance.key.model_dump_json(indent=2)}\n\n# reference response\n{instance.reference}"
+        return (f"\n# key\n{instance.key.model_dump_json(indent=2)}\n{difficulty_shown(instance)}"
+                f"\n# reference response\n{instance.reference}")
 
     def verify(self, suite, items: list[ItemSpec], pool, seeds: int,
                progress: Callable[[str], None] | None) -> VerifyOutcome | None:
@@ -117,6 +118,36 @@ class Kind:
     def report_extras(self, report, suite, planned: list[ItemSpec], by_item: dict[str, list]) -> Any:
         """The report with what this kind adds to it (AG: the efficiency modifier); the same report by default."""
         return report
+
+
+def difficulty_shown(instance: Instance) -> str:
+    """The instance's measured difficulty as `esac-kit show --answer` prints it; empty when none was measured."""
+    if not instance.difficulty:
+        return ""
+    figures = ", ".join(f"{name} {value:g}" for name, value in instance.difficulty.items())
+    return f"\n# measured difficulty (the generator's solver)\n{figures}\n"
+
+
+def draw_in_band(item: ItemSpec, rng: ItemRng) -> Generated:
+    """Call the item's generator with its declared drivers, redrawing until its measured difficulty is in band."""
+    generator = resolve(item.generator)
+    spec = item.difficulty
+    if spec is None:
+        return generator(rng)
+    low, high = spec.band
+    seen = []
+    for draw in range(spec.redraws):
+        # The first draw reads the item's own stream; redraws read forks of it, so each is a pure function of the seed
+        generated = generator(rng if draw == 0 else rng.fork(f"redraw-{draw}"), **spec.drivers)
+        if spec.measure not in generated.difficulty:
+            raise ValueError(f"the generator did not measure '{spec.measure}' (it measured "
+                             f"{sorted(generated.difficulty) or 'nothing'})")
+        value = generated.difficulty[spec.measure]
+        if low <= value <= high:
+            return generated.model_copy(update={"difficulty": {**generated.difficulty, "draws": draw + 1}})
+        seen.append(value)
+    raise ValueError(f"no draw in {spec.redraws} put '{spec.measure}' in the band [{low:g}, {high:g}] "
+                     f"(seen {min(seen):g} to {max(seen):g}): widen the band or change the drivers")
 
 
 def no_episode_fields(item: ItemSpec) -> None:

@@ -111,11 +111,32 @@ AnswerKey = Annotated[ExactKey | ConstraintsKey | HonestyKey | CodeTestsKey | Ju
 
 
 class Generated(Strict):
-    """What a generator returns: the prompt the model sees, the key, and a reference response that scores 1."""
+    """What a generator returns: the prompt the model sees, the key, a reference response that scores 1, and the
+    instance's difficulty as the generator's own solver measured it (search nodes, trace steps, context tokens)."""
 
     prompt: str
     key: AnswerKey
     reference: str
+    difficulty: dict[str, float] = {}
+
+
+class Difficulty(Strict):
+    """An item's declared difficulty: the drivers its generator takes and the band its solver's measure must hit.
+
+    The generator is called as `generator(rng, **drivers)`; an instance whose `measure` falls outside `band` is
+    redrawn from a fresh stream, at most `redraws` times (esac_kit.kinds.draw_in_band)."""
+
+    drivers: dict[str, Any] = Field(min_length=1)
+    measure: str = Field(min_length=1)
+    band: tuple[float, float]
+    redraws: int = Field(default=200, gt=0)
+    note: str = Field(min_length=20)  # why these drivers and this band make the item hard, in a sentence
+
+    @model_validator(mode="after")
+    def _band_ordered(self) -> "Difficulty":
+        if self.band[0] > self.band[1]:
+            raise ValueError("band must be [low, high] with low <= high")
+        return self
 
 
 # ---------------------------------------------------------------- rubrics (authored items)
@@ -206,6 +227,7 @@ class ItemSpec(Strict):
     title: str
     scoring: str = Field(pattern=r"^[a-z_]+$")  # the item's kind (esac_kit.kinds); it checks the fields it needs
     difficulty_lever: str = Field(min_length=20)
+    difficulty: Difficulty | None = None
     weight: float = Field(default=1.0, gt=0)
     output_budget_tokens: int | None = Field(default=None, gt=0)
     time_budget_s: float | None = Field(default=None, gt=0)
@@ -284,3 +306,4 @@ class Instance(BaseModel):
     prompt: str
     key: AnswerKey
     reference: str
+    difficulty: dict[str, float] = {}  # the generator's measure of this instance (Generated.difficulty)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from statistics import median
 
 from esac_kit.gi.normalise import normalise
 from esac_kit.gi.scoring import score_response
@@ -37,6 +38,7 @@ class ItemVerification:
     top_share_high: float = 1.0  # upper confidence bound: at most MAX_ANSWER_SHARE shows the guarantee
     deterministic: bool | None = None
     abstain_max: float | None = None
+    difficulty: str = "-"  # the measured difficulty's median and range over the seeds, e.g. "nodes 340 (120-900)"
     failures: list[str] = field(default_factory=list)
 
     @property
@@ -73,6 +75,9 @@ def verify_item(suite: Suite, item_id: str, pools: list[Pool]) -> tuple[ItemVeri
             abstained = score_response(instance.key, abstain_response(instance)).score
             result.abstain_max = max(result.abstain_max or 0.0, abstained)
     result.unique_prompts = len({instance.prompt for instance in instances})
+    if item.difficulty is not None:
+        values = sorted(i.difficulty[item.difficulty.measure] for i in instances)
+        result.difficulty = f"{item.difficulty.measure} {median(values):g} ({values[0]:g}-{values[-1]:g})"
     answers = Counter(answer_signature(i) for i in instances)
     top = answers.most_common(1)[0][1]
     result.top_answer_share = top / len(instances)
@@ -129,7 +134,8 @@ def verify_items(suite: Suite, items: list, pool: Pool, n_seeds: int,
 def format_table(results: list[ItemVerification]) -> str:
     """A fixed-width table of verify figures, one row per item, and what the memorisation column means."""
     header = f"{'item':34} {'scoring':11} {'seeds':>5} {'ref=1':>6} {'empty=0':>7} {'garbl=0':>7} " \
-             f"{'unique':>6} {'top ans':>7} {'≤ bound':>7} {'fresh':>5} {'abstain':>7}  result"
+             f"{'unique':>6} {'top ans':>7} {'≤ bound':>7} {'fresh':>5} {'abstain':>7} {'difficulty (median, range)':34} " \
+             f"result"
     rows = [header, "-" * len(header)]
     for r in results:
         abstain = "-" if r.abstain_max is None else f"{r.abstain_max:.2f}"
@@ -139,7 +145,7 @@ def format_table(results: list[ItemVerification]) -> str:
             verdict += " (too few seeds to show the memorisation bound)"
         rows.append(f"{r.item_id:34} {r.scoring:11} {r.seeds:5d} {r.reference_ok:6d} {r.empty_zero:7d} "
                     f"{r.garbled_zero:7d} {r.unique_prompts:6d} {r.top_answer_share:7.1%} {r.top_share_high:7.1%} "
-                    f"{fresh:>5} {abstain:>7}  {verdict}")
+                    f"{fresh:>5} {abstain:>7} {r.difficulty:34} {verdict}")
     rows.append(f"top ans: the most common answer's share over the seeds; ≤ bound: a {1 - MEMORISATION_ALPHA:.0%} "
                 f"upper bound on its true share (Clopper–Pearson). An item fails when the share is above "
                 f"{MAX_ANSWER_SHARE:.0%} with confidence; a bound above {MAX_ANSWER_SHARE:.0%} means too few seeds "
