@@ -267,6 +267,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_calibration(args: argparse.Namespace) -> int:
+    """A stand-in's runs per item and seed with measured difficulty, against the headroom targets (exit 1: missed)."""
+    from esac_kit.calibration import calibrate, format_calibration
+
+    calibration = calibrate(args.runs, args.items)
+    print(format_calibration(calibration))
+    return 0 if calibration.meets_targets else 1
+
+
 def cmd_leaderboard(args: argparse.Namespace) -> int:
     """One table of finished runs, grouped so that only comparable runs (same suite and major) stand together."""
     from esac_kit.compare import leaderboard
@@ -390,6 +399,11 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("run_a", type=Path)
     compare.add_argument("run_b", type=Path)
     compare.set_defaults(handler=cmd_compare)
+
+    calibration = commands.add_parser("calibration", help="a stand-in's runs against the difficulty targets")
+    calibration.add_argument("runs", nargs="+", type=Path, metavar="RUN", help="run folders of one suite")
+    calibration.add_argument("--items", type=Path, default=None, help="items folder (default: $ESAC_ITEMS or the kit's)")
+    calibration.set_defaults(handler=cmd_calibration)
 
     board = commands.add_parser("leaderboard", help="one table of comparable runs")
     board.add_argument("reports", type=Path, nargs="?", default=Path("reports"))

@@ -14,7 +14,7 @@ from pathlib import Path
 from runkit import esac_run, load_report, run_folder_of
 
 from esac_kit.instances import build_task, generate, generate_all
-from esac_kit.pools import public_pool
+from esac_kit.pools import custom_pool, public_pool
 from esac_kit.suite import load_suite
 
 GI_ITEMS = ("quant-tank-mixing", "logic-zebra", "instructions-json-record")
@@ -129,3 +129,34 @@ def test_human_answerer_reads_the_answer_typed_in_the_terminal(tmp_path):
     assert done.returncode == 0, done.stderr[-500:]
     assert instance.prompt.splitlines()[0] in done.stderr  # the request was shown
     assert load_report(run_folder_of(tmp_path / "r"))["items"][0]["score"] == 1.0
+
+
+def test_calibration_reads_a_stand_ins_runs_per_item_and_seed_against_the_targets(tmp_path):
+    suite = load_suite("gi")
+    seeds = ("calib-test-1", "calib-test-2")
+    references = {}
+    for seed in seeds:
+        references |= {i.prompt: i.reference for i in generate_all(suite, custom_pool(seed))}
+
+    def answer(request):  # right on quant, wrong on logic: half the objective points
+        prompt = first_user(request)
+        return {"content": references[prompt] if "brine" in prompt else "ANSWER: nobody",
+                "usage": {"input_tokens": 1000, "output_tokens": 250}}
+
+    stop = threading.Event()
+    answer_files(tmp_path / "answers", answer, stop)
+    try:
+        for n, seed in enumerate(seeds):
+            assert esac_run("--model", f"files:{tmp_path / 'answers'}", "--no-cache", "--seed", seed, "--reports",
+                            str(tmp_path / f"r{n}"), "--only", "quant-tank-mixing", "logic-zebra") == 0
+    finally:
+        stop.set()
+    runs = [run_folder_of(tmp_path / f"r{n}") for n in range(2)]
+    done = subprocess.run([sys.executable, "-m", "esac_kit", "calibration", *map(str, runs)], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 1, done.stderr  # 50 % overall misses the 45 % target
+    table = done.stdout
+    assert table.count("| quant-tank-mixing |") == 2 and table.count("| logic-zebra |") == 2
+    assert "| quant | 2 | 100% |" in table and "| logic | 2 | 0% |" in table
+    assert "overall: 50.0% of objective points" in table and "MISSES" in table
+    assert "| 1000 / 250 |" in table
