@@ -22,6 +22,7 @@ from typing import Any
 from pydantic import BaseModel, Field, ValidationError
 
 from esac_kit.errors import ConfigError
+from esac_kit.model_params import ModelParams
 from esac_kit.chat import ChatRequest, ModelRef, ModelReply, ToolCall, classify_outcome, utf8_safe
 
 CHARS_PER_TOKEN = 4  # the documented estimate when an answerer reports no usage
@@ -59,6 +60,8 @@ def request_record(request: ChatRequest, time_budget_s: float | None) -> dict[st
 
 class OutsideAnswerer:
     """Base of the providers that are not HTTP endpoints; replies are scored like any model's."""
+
+    params = ModelParams()  # -M parameters mean nothing to a person or a file
 
     def __init__(self, ref: ModelRef, wait_for_time_budget: bool = True):
         self.ref = ref

@@ -19,10 +19,13 @@ def default_cache_dir() -> Path:
     return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "esac-kit" / "responses")
 
 
-def cache_key(ref: ModelRef, request: ChatRequest, role: str, replicate: int, salt: str = "") -> str:
+def cache_key(ref: ModelRef, request: ChatRequest, role: str, replicate: int, salt: str = "",
+              params: dict | None = None) -> str:
     """SHA-256 of provider, model, parameters, messages, tools and replicate index; never of a key or seed."""
     material = {"provider": ref.provider, "model": ref.model, "base_url": ref.base_url, "role": role,
                 "replicate": replicate, "request": asdict(request), "salt": salt}
+    if params:  # -M model parameters; absent when none are set, so earlier caches stay valid
+        material["params"] = params
     return hashlib.sha256(json.dumps(material, sort_keys=True, default=str).encode()).hexdigest()
 
 
@@ -43,6 +46,7 @@ class ResponseCache:
         try:
             data = json.loads(self._path(key).read_text(encoding="utf-8"))
             data["tool_calls"] = tuple(ToolCall(**c) for c in data["tool_calls"])
+            data["raw_turn"] = tuple(data.get("raw_turn") or ())
             reply = ModelReply(**data)
         except (OSError, ValueError, TypeError, KeyError):
             return None

@@ -54,6 +54,13 @@ class ModelReply:
     finish_reason: str | None = None
     tool_calls: tuple[ToolCall, ...] = ()
     usage_reported: bool = True  # False when the API returned no usage or the tokens are an estimate
+    reasoning_tokens: int = 0  # of tokens_out: billed reasoning (OpenAI reasoning_tokens, Anthropic thinking)
+    cache_read_tokens: int = 0  # of tokens_in: read from the provider's prompt cache
+    cache_write_tokens: int = 0  # of tokens_in: written to it
+    thinking: str = ""  # the model's visible thinking, kept apart from the answer text (never extracted from)
+    # The assistant turn exactly as the API returned it, for APIs that require it back unchanged in a tool loop
+    # (Anthropic thinking blocks with their signatures; OpenAI Responses reasoning items)
+    raw_turn: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)

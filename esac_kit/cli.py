@@ -111,16 +111,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     cache = ResponseCache(None if args.no_cache else (args.cache or default_cache_dir()))
     if args.resume:
         run = plan_resume(args.resume, args.heldout_seed_file, args.items)
-        if args.no_time_budget or args.unsafe_sandbox:
-            raise ConfigError("--no-time-budget and --unsafe-sandbox are part of a run's definition: a resumed run "
-                              "keeps the ones it started with")
+        if args.no_time_budget or args.unsafe_sandbox or args.model_param:
+            raise ConfigError("--no-time-budget, --unsafe-sandbox and -M are part of a run's definition: a resumed "
+                              "run keeps the ones it started with")
         _official_or_refuse(args, run.config)
         print(f"resuming {run.folder}", flush=True)
     else:
         run = plan_run(args.suite, _pool_name(args), args.model, args.judge, args.concurrency, args.temperature,
                        seed=args.seed, seed_file=args.heldout_seed_file, pack=args.pack, only=args.only,
                        reports_dir=args.reports, items_dir=args.items, time_budgets=not args.no_time_budget,
-                       unsafe_sandbox=args.unsafe_sandbox)
+                       unsafe_sandbox=args.unsafe_sandbox, model_params=args.model_param)
         config, manifest = run.config, run.suite.manifest
         _official_or_refuse(args, config)
         print(f"run {config.run_id}: {manifest.name} {manifest.version}, model {config.model}, "
@@ -355,6 +355,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--judge", default=None, help="judge model (default: the suite's pinned judge; "
                                                   "local when --model is local)")
     run.add_argument("--temperature", type=float, default=1.0, help="model sampling temperature (default 1.0)")
+    run.add_argument("-M", "--model-param", action="append", metavar="KEY=VALUE",
+                     help="a model parameter, repeatable: reasoning_effort (OpenAI), thinking_budget (Anthropic, "
+                          "tokens), top_p, seed, stream, reasoning (true/false), max_tokens_field")
     run.add_argument("--concurrency", type=positive_int, default=4, help="parallel requests per provider (default 4)")
     run.add_argument("--only", nargs="+", metavar="ITEM", help="run only these items (a partial, unofficial run)")
     run.add_argument("--official", action="store_true",

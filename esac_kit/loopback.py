@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import socket
 import struct
 import threading
@@ -82,6 +83,7 @@ class LoopbackServer:
         self.requests = 0
         self.faults: Counter = Counter()
         self.paths: Counter = Counter()
+        self.rejected: list[dict] = []  # the 400 bodies sent for requests that broke an API rule
         self._attempts: Counter = Counter()
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -131,6 +133,11 @@ class LoopbackServer:
                     with server._lock:
                         server.faults[kind] += 1
                     return self._fault(kind)
+                broken = api_rule_broken(self.path, body)
+                if broken:  # what the real API answers to a request that breaks its rules
+                    with server._lock:
+                        server.rejected.append(broken)
+                    return self._send(400, broken)
                 reply = server.answer(body)
                 reply = {"text": reply} if isinstance(reply, str) else reply
                 if self.path.endswith("/messages"):
@@ -182,6 +189,99 @@ class LoopbackServer:
         return Handler
 
 
+# ---------------------------------------------------------------- the real APIs' rules, enforced
+# OpenAI's reasoning models (o-series, GPT-5 except -chat) and Anthropic's extended thinking, as their API references
+# and their error messages state them; a loopback that accepted what the real API refuses would prove nothing.
+OPENAI_REASONING = re.compile(r"^(o\d|gpt-5(?!.*-chat))")
+
+
+def _openai_error(message: str, param: str | None, code: str | None) -> dict[str, Any]:
+    return {"error": {"message": message, "type": "invalid_request_error", "param": param, "code": code}}
+
+
+def _anthropic_error(message: str) -> dict[str, Any]:
+    return {"type": "error", "error": {"type": "invalid_request_error", "message": message}}
+
+
+def thinking_signature(thinking: str) -> str:
+    """The signature the emulated Anthropic API gives a thinking block: altering the text breaks it."""
+    return "sig-" + hashlib.sha256(b"loopback-thinking/" + thinking.encode()).hexdigest()[:32]
+
+
+def _strict_schema_error(schema: Any, where: str = "()") -> str | None:
+    """Why OpenAI's strict mode refuses a schema: an object must close (additionalProperties false) and require all."""
+    if not isinstance(schema, dict):
+        return None
+    if schema.get("type") == "object":
+        if schema.get("additionalProperties") is not False:
+            return f"In context={where}, 'additionalProperties' is required to be supplied and to be false."
+        missing = set(schema.get("properties", {})) - set(schema.get("required", []))
+        if missing:
+            return f"In context={where}, 'required' is required to be supplied and to include every key in properties. Missing '{sorted(missing)[0]}'."
+    for key, child in schema.get("properties", {}).items():
+        error = _strict_schema_error(child, f"('properties', '{key}')")
+        if error:
+            return error
+    return None
+
+
+def api_rule_broken(path: str, body: dict[str, Any]) -> dict[str, Any] | None:
+    """The error body the real API sends for a request that breaks one of its rules, or None."""
+    if path.endswith("/messages"):
+        return _anthropic_rule_broken(body)
+    model = str(body.get("model", ""))
+    if OPENAI_REASONING.match(model):
+        if "max_tokens" in body:
+            return _openai_error("Unsupported parameter: 'max_tokens' is not supported with this model. Use "
+                                 "'max_completion_tokens' instead.", "max_tokens", "unsupported_parameter")
+        if "temperature" in body and body["temperature"] != 1:
+            return _openai_error(f"Unsupported value: 'temperature' does not support {body['temperature']} with "
+                                 f"this model. Only the default (1) value is supported.", "temperature",
+                                 "unsupported_value")
+    elif "reasoning_effort" in body:
+        return _openai_error("Unrecognized request argument supplied: reasoning_effort", "reasoning_effort", None)
+    schema = (body.get("response_format") or {}).get("json_schema") or {}
+    if schema.get("strict"):
+        error = _strict_schema_error(schema.get("schema"))
+        if error:
+            return _openai_error(f"Invalid schema for response_format '{schema.get('name')}': {error}",
+                                 "response_format", "invalid_json_schema")
+    return None
+
+
+def _anthropic_rule_broken(body: dict[str, Any]) -> dict[str, Any] | None:
+    thinking = body.get("thinking") or {}
+    if thinking.get("type") != "enabled":
+        return None
+    budget = thinking.get("budget_tokens", 0)
+    if budget < 1024:
+        return _anthropic_error("thinking.enabled.budget_tokens: Input should be greater than or equal to 1024")
+    if body.get("max_tokens", 0) <= budget:
+        return _anthropic_error("`max_tokens` must be greater than `thinking.budget_tokens`. Please consult our "
+                                "documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking")
+    if body.get("temperature", 1) != 1:
+        return _anthropic_error("`temperature` may only be set to 1 when thinking is enabled. Please consult our "
+                                "documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking")
+    if (body.get("tool_choice") or {}).get("type") in ("tool", "any"):
+        return _anthropic_error("Thinking may not be enabled when tool_choice forces tool use.")
+    messages = body.get("messages", [])
+    for n, message in enumerate(messages):
+        content = message.get("content")
+        if message.get("role") != "assistant" or not isinstance(content, list) or not content:
+            continue
+        first = content[0]
+        if n == len(messages) - 2 and first.get("type") not in ("thinking", "redacted_thinking"):
+            return _anthropic_error(
+                f"messages.{n}.content.0.type: Expected `thinking` or `redacted_thinking`, but found "
+                f"`{first.get('type')}`. When `thinking` is enabled, a final `assistant` message must start with a "
+                f"thinking block (preceeding the lastmost set of `tool_use` and `tool_result` blocks). We recommend "
+                f"you include thinking blocks from previous turns. To avoid this requirement, disable `thinking`.")
+        for m, block in enumerate(content):
+            if block.get("type") == "thinking" and block.get("signature") != thinking_signature(block.get("thinking", "")):
+                return _anthropic_error(f"messages.{n}.content.{m}: Invalid `signature` in `thinking` block")
+    return None
+
+
 def _usage(body: dict[str, Any], reply: dict[str, Any]) -> tuple[int, int]:
     """Token counts at about four characters a token, over everything a real provider would count."""
     prompt = json.dumps([body.get("system"), body.get("messages", []), body.get("tools")])
@@ -199,9 +299,13 @@ def _openai_body(body: dict[str, Any], reply: dict[str, Any]) -> dict[str, Any]:
                                   "function": {"name": c["name"], "arguments": json.dumps(c.get("arguments", {}))}}
                                  for n, c in enumerate(reply["tool_calls"])]
         finish = "tool_calls"
+    usage: dict[str, Any] = {"prompt_tokens": tokens_in, "completion_tokens": tokens_out}
+    if OPENAI_REASONING.match(str(body.get("model", ""))):  # reasoning is billed as completion tokens
+        reasoning = reply.get("reasoning_tokens", 100)
+        usage = {"prompt_tokens": tokens_in, "completion_tokens": tokens_out + reasoning,
+                 "completion_tokens_details": {"reasoning_tokens": reasoning}}
     return {"id": "loopback", "object": "chat.completion", "model": body.get("model"),
-            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-            "usage": {"prompt_tokens": tokens_in, "completion_tokens": tokens_out}}
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}], "usage": usage}
 
 
 def _anthropic_body(body: dict[str, Any], reply: dict[str, Any]) -> dict[str, Any]:
@@ -209,6 +313,18 @@ def _anthropic_body(body: dict[str, Any], reply: dict[str, Any]) -> dict[str, An
     tokens_in, tokens_out = _usage(body, reply)
     content: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
     stop = {"stop": "end_turn", "length": "max_tokens"}.get(reply.get("finish_reason", "stop"), "end_turn")
+    forced = (body.get("tool_choice") or {}).get("type") == "tool"
+    if forced:  # the forced tool's input is the answer (a verdict): the API returns a tool_use block only
+        try:
+            given = json.loads(text[text.find("{"):text.rfind("}") + 1])
+        except ValueError:  # a scripted unparseable verdict: the tool's input then lacks the levels
+            given = {"rationale": text}
+        content = [{"type": "tool_use", "id": "toolu_forced", "name": body["tool_choice"]["name"], "input": given}]
+        stop = "tool_use"
+    if (body.get("thinking") or {}).get("type") == "enabled":
+        thought = reply.get("thinking", f"Thinking about turn {len(body.get('messages', []))}.")
+        content.insert(0, {"type": "thinking", "thinking": thought, "signature": thinking_signature(thought)})
+        tokens_out += len(thought) // 4
     for n, call in enumerate(reply.get("tool_calls") or []):
         content.append({"type": "tool_use", "id": call.get("id", f"toolu_{n}"), "name": call["name"],
                         "input": call.get("arguments", {})})

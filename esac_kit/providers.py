@@ -21,6 +21,7 @@ import httpx
 from esac_kit.answerers import ANSWERERS
 from esac_kit.chat import ChatRequest, ModelRef, ModelReply, ToolCall, classify_outcome, utf8_safe
 from esac_kit.errors import ConfigError
+from esac_kit.model_params import ModelParams, openai_reasoning
 from esac_kit.outcomes import TransientFailure
 
 RETRYABLE_STATUS = {408, 409, 429}
@@ -28,6 +29,7 @@ CONFIG_STATUS = {400, 401, 403, 404}
 KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 DEFAULT_URL = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com/v1"}
 ANTHROPIC_VERSION = "2023-06-01"
+VERDICT_TOOL = "verdict"  # the judge's forced tool on Anthropic: its input schema is the verdict schema
 # How providers say a conversation outgrew the model's context window (OpenAI, Anthropic, llama.cpp, vLLM).
 _CONTEXT_EXCEEDED = re.compile(r"context.length|context window|prompt is too long|maximum context", re.IGNORECASE)
 
@@ -94,9 +96,10 @@ class Provider:
     """A chat client for one model over a shared httpx.AsyncClient."""
 
     def __init__(self, ref: ModelRef, client: httpx.AsyncClient, base_url: str | None = None,
-                 api_key: str | None = None):
+                 api_key: str | None = None, params: ModelParams | None = None):
         self.ref = ref
         self.client = client
+        self.params = params or ModelParams()
         self.base_url = (base_url or ref.base_url or DEFAULT_URL.get(ref.provider, "")).rstrip("/")
         env = KEY_ENV.get(ref.provider)
         self._api_key = api_key if api_key is not None else (os.environ.get(env, "") if env else "")
@@ -159,20 +162,37 @@ class OpenAIChat(Provider):
     def endpoint(self) -> str:
         return f"{self.base_url}/chat/completions"
 
+    @property
+    def max_tokens_field(self) -> str:
+        """`max_completion_tokens` for OpenAI's API and reasoning models (which refuse `max_tokens`); `max_tokens`
+        for the other OpenAI-compatible servers (llama.cpp, Ollama, vLLM), unless -M max_tokens_field says."""
+        if self.params.max_tokens_field:
+            return self.params.max_tokens_field
+        if self.ref.provider == "local":
+            return "max_tokens"
+        official = self.ref.base_url is None
+        return "max_completion_tokens" if official or openai_reasoning(self.ref, self.params) else "max_tokens"
+
     async def chat(self, request: ChatRequest, timeout_s: float, time_budget_s: float | None = None) -> ModelReply:
         messages = list(request.messages)
         if request.system:
             messages.insert(0, {"role": "system", "content": request.system})
-        payload: dict[str, Any] = {"model": self.ref.model, "messages": messages,
-                                   "max_tokens": request.max_tokens, "temperature": request.temperature}
+        payload: dict[str, Any] = {"model": self.ref.model, "messages": messages, self.max_tokens_field:
+                                   request.max_tokens}
+        reasoning = openai_reasoning(self.ref, self.params)
+        if not reasoning:  # reasoning models take only the default temperature: sending one is an HTTP 400
+            payload["temperature"] = request.temperature
+        if reasoning and self.params.reasoning_effort:
+            payload["reasoning_effort"] = self.params.reasoning_effort
+        payload |= {k: v for k, v in (("top_p", self.params.top_p), ("seed", self.params.seed)) if v is not None}
         if request.tools:
             payload["tools"] = list(request.tools)
         if request.json_schema is not None:
-            # llama.cpp's server enforces this schema by grammar; OpenAI takes the json_schema form.
+            # llama.cpp's server enforces this schema by grammar; OpenAI enforces a strict json_schema.
             payload["response_format"] = ({"type": "json_object", "schema": request.json_schema}
                                           if self.ref.provider == "local" else
-                                          {"type": "json_schema",
-                                           "json_schema": {"name": "verdict", "schema": request.json_schema}})
+                                          {"type": "json_schema", "json_schema": {
+                                              "name": "verdict", "strict": True, "schema": request.json_schema}})
         payload.update(request.extra)
         headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
         started = time.monotonic()
@@ -188,9 +208,13 @@ class OpenAIChat(Provider):
             usage = body.get("usage") or {}
             finish = choice.get("finish_reason")
             refused = bool(message.get("refusal")) or finish == "content_filter"
+            details = (usage.get("completion_tokens_details") or {}, usage.get("prompt_tokens_details") or {})
             return ModelReply(text, classify_outcome(text, finish, refused, latency, time_budget_s, bool(calls)),
                               int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0),
-                              latency, finish, calls, _reported(usage, "prompt_tokens", "completion_tokens"))
+                              latency, finish, calls, _reported(usage, "prompt_tokens", "completion_tokens"),
+                              reasoning_tokens=int(details[0].get("reasoning_tokens") or 0),
+                              cache_read_tokens=int(details[1].get("cached_tokens") or 0),
+                              thinking=utf8_safe(message.get("reasoning_content") or ""))
         except (KeyError, IndexError, TypeError, AttributeError) as error:
             raise TransientFailure("malformed_body", self.endpoint, detail=f"missing {error}") from None
 
@@ -215,6 +239,15 @@ class AnthropicMessages(Provider):
             payload["system"] = request.system
         if request.tools:
             payload["tools"] = [_anthropic_tool(t) for t in request.tools]
+        if self.params.thinking_budget:  # the run checked the API's rules up front (esac_kit.model_params)
+            payload["thinking"] = {"type": "enabled", "budget_tokens": self.params.thinking_budget}
+        payload |= {k: v for k, v in (("top_p", self.params.top_p),) if v is not None}
+        if request.json_schema is not None:
+            # A structured verdict: one forced tool whose input schema is the verdict schema, so the API
+            # enforces the shape instead of the prompt asking for it.
+            payload["tools"] = [{"name": VERDICT_TOOL, "description": "Record your verdict.",
+                                 "input_schema": request.json_schema}]
+            payload["tool_choice"] = {"type": "tool", "name": VERDICT_TOOL}
         payload.update(request.extra)
         headers = {"x-api-key": self._api_key, "anthropic-version": ANTHROPIC_VERSION}
         started = time.monotonic()
@@ -225,19 +258,33 @@ class AnthropicMessages(Provider):
             text = utf8_safe("".join(b.get("text", "") for b in blocks if b.get("type") == "text"))
             calls = tuple(ToolCall(b["id"], utf8_safe(b["name"]), json.dumps(b.get("input", {})))
                           for b in blocks if b.get("type") == "tool_use")
+            if request.json_schema is not None:  # the verdict arrives as the forced tool's input
+                text = next((c.arguments for c in calls if c.name == VERDICT_TOOL), text)
+                calls = ()
+            thinking = utf8_safe("".join(b.get("thinking", "") for b in blocks if b.get("type") == "thinking"))
             usage = body.get("usage") or {}
+            cache_read = int(usage.get("cache_read_input_tokens") or 0)
+            cache_write = int(usage.get("cache_creation_input_tokens") or 0)
             stop = body.get("stop_reason")
+            # Thinking blocks go back unchanged in a tool loop (signatures included), or the API refuses the turn
+            keep = any(b.get("type") in ("thinking", "redacted_thinking") for b in blocks)
             return ModelReply(text, classify_outcome(text, stop, stop == "refusal", latency, time_budget_s,
                                                      bool(calls)),
-                              int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0),
-                              latency, stop, calls, _reported(usage, "input_tokens", "output_tokens"))
+                              int(usage.get("input_tokens") or 0) + cache_read + cache_write,
+                              int(usage.get("output_tokens") or 0), latency, stop, calls,
+                              _reported(usage, "input_tokens", "output_tokens"), cache_read_tokens=cache_read,
+                              cache_write_tokens=cache_write, thinking=thinking,
+                              raw_turn=tuple(blocks) if keep else ())
         except (KeyError, TypeError, AttributeError) as error:
             raise TransientFailure("malformed_body", self.endpoint, detail=f"missing {error}") from None
 
     def tool_turn(self, reply: ModelReply, results: list[tuple[ToolCall, str, bool]]) -> list[dict[str, Any]]:
-        content: list[dict[str, Any]] = [{"type": "text", "text": reply.text}] if reply.text else []
-        content += [{"type": "tool_use", "id": call.id, "name": call.name, "input": _input(call.arguments)}
-                    for call, _, _ in results]
+        if reply.raw_turn:  # with thinking on, the assistant turn goes back exactly as it came
+            content = list(reply.raw_turn)
+        else:
+            content = [{"type": "text", "text": reply.text}] if reply.text else []
+            content += [{"type": "tool_use", "id": call.id, "name": call.name, "input": _input(call.arguments)}
+                        for call, _, _ in results]
         outcomes = [{"type": "tool_result", "tool_use_id": call.id, "content": text, "is_error": error}
                     for call, text, error in results]
         return [{"role": "assistant", "content": content}, {"role": "user", "content": outcomes}]
@@ -260,14 +307,14 @@ def _anthropic_tool(tool: dict[str, Any]) -> dict[str, Any]:
 
 
 def make_provider(ref: ModelRef, client: httpx.AsyncClient, base_url: str | None = None,
-                  wait_for_time_budget: bool = True) -> Provider:
+                  wait_for_time_budget: bool = True, params: ModelParams | None = None) -> Provider:
     """The provider client for a model reference (`local` speaks the OpenAI protocol to the embedded server;
     `files:`, `human` and `replay:` are outside answerers with the same interface)."""
     if ref.provider in ANSWERERS:
         return ANSWERERS[ref.provider](ref, wait_for_time_budget)
     if ref.provider == "anthropic":
-        return AnthropicMessages(ref, client, base_url)
-    return OpenAIChat(ref, client, base_url)
+        return AnthropicMessages(ref, client, base_url, params=params)
+    return OpenAIChat(ref, client, base_url, params=params)
 
 
 def _reported(usage: dict[str, Any], *fields: str) -> bool:

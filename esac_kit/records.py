@@ -151,6 +151,8 @@ class RunConfig(Versioned):
     journal_chained_from: int | None = 0  # journal lines from here on carry the hash chain (None: not yet opened)
     time_budgets: bool = True  # False: --no-time-budget, for slow outside answerers such as people (unofficial)
     unsafe_sandbox: bool = False  # True: --unsafe-sandbox let model code run without the kernel's wall (unofficial)
+    model_params: dict[str, Any] = {}  # -M parameters of the evaluated model (esac_kit.model_params)
+    sends_temperature: bool = True  # False for reasoning models, which take only the API's default temperature
     notes: list[str]
     kit_version: str
     created_at: str
@@ -243,6 +245,10 @@ class Observation(Versioned):
     judge_rationale: str | None = None
     judge_tokens_in: int = 0
     judge_tokens_out: int = 0
+    tokens_reasoning: int = 0  # of tokens_out: reasoning or thinking the provider billed and reported apart
+    tokens_cache_read: int = 0  # of tokens_in: read from the provider's prompt cache
+    tokens_cache_write: int = 0  # of tokens_in: written to it
+    thinking: str = ""  # the model's visible thinking (Anthropic), kept apart from the response it is scored on
     prompt_sha256: str = ""
     response_sha256: str = ""  # of the whole response, stored or not
     response_chars: int | None = None  # the whole response's length when the stored one was cut to its cap

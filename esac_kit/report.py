@@ -56,6 +56,9 @@ def build_report(suite: Suite, config: RunConfig, observations: list[Observation
         retries.update(observation.retries)
     tokens = {"model_in": sum(o.tokens_in for o in answers.values()),
               "model_out": sum(o.tokens_out for o in answers.values()),
+              "model_reasoning": sum(o.tokens_reasoning for o in answers.values()),
+              "model_cache_read": sum(o.tokens_cache_read for o in answers.values()),
+              "model_cache_write": sum(o.tokens_cache_write for o in answers.values()),
               "judge_in": sum(o.judge_tokens_in for o in ordered),
               "judge_out": sum(o.judge_tokens_out for o in ordered)}
     fingerprints = compute(suite)
@@ -66,8 +69,9 @@ def build_report(suite: Suite, config: RunConfig, observations: list[Observation
     report = Report(
         run_id=config.run_id, suite=config.suite, version=config.version,
         fingerprints={"content": fingerprints.content, "scoring": fingerprints.scoring}, pool=config.pool,
-        model=Party(name=config.model, parameters={"temperature": config.temperature,
-                                                   "max_tokens_cap": config.max_tokens_cap}
+        model=Party(name=config.model, parameters={
+            "temperature": config.temperature if config.sends_temperature else None,
+            "max_tokens_cap": config.max_tokens_cap} | config.model_params
                     | ({"max_turns_cap": config.max_turns_cap} if config.max_turns_cap else {})),
         judge=judge, official=not notes, notes=notes, kit_version=__version__, tampered=broken is not None,
         journal_head=chained[-1].chain if chained else None,

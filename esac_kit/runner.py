@@ -193,7 +193,7 @@ class Runner:
         """One call through the cache and the retry policy; `check` rejects a reply (e.g. an invalid verdict)
         before it is cached, so a retry asks again instead of rereading the bad reply."""
         cache = self.settings.cache
-        key = cache_key(provider.ref, request, role, replicate, salt) if cache.folder else ""
+        key = cache_key(provider.ref, request, role, replicate, salt, provider.params.recorded()) if cache.folder else ""
         cached = cache.get(key) if key else None
         if cached is not None and _passes(check, cached):
             return cached, 1, Counter()
@@ -233,6 +233,8 @@ class Runner:
             response=reply.text[:cap], response_sha256=prompt_sha256(reply.text),
             response_chars=len(reply.text) if len(reply.text) > cap else None, tokens_in=reply.tokens_in,
             tokens_out=reply.tokens_out, latency_s=reply.latency_s, attempts=attempts, retries=dict(retries),
+            tokens_reasoning=reply.reasoning_tokens, tokens_cache_read=reply.cache_read_tokens,
+            tokens_cache_write=reply.cache_write_tokens, thinking=reply.thinking[:cap],
             prompt_sha256=prompt_sha256(instance.prompt), **extra)
         self.journal.append(observation)
         self._landed_retries.update(retries)

@@ -30,6 +30,7 @@ from esac_kit.local import MAX_AGENT_TURN_TOKENS, MAX_AGENT_TURNS, MAX_OUTPUT_TO
 from esac_kit.pools import Pool, choose_pool, recorded_pool
 from esac_kit.kinds import kind_of, plan
 from esac_kit.chat import ModelRef
+from esac_kit.model_params import ModelParams, check_model_params, parse_model_params, sent_temperature
 from esac_kit.providers import SERVED, Provider, make_provider, parse_model
 from esac_kit.records import Observation, Report, RunConfig, prompt_sha256, read_record_file, write_json
 from esac_kit.report import build_report
@@ -126,7 +127,8 @@ class RunPlan:
 def plan_run(suite_id: str = "gi", pool: str = "public", model: str = "local", judge: str | None = None,
              concurrency: int = 4, temperature: float = 1.0, seed: str | None = None, seed_file: Path | None = None,
              pack: Path | None = None, only: list[str] | None = None, reports_dir: Path = Path("reports"),
-             items_dir: Path | None = None, time_budgets: bool = True, unsafe_sandbox: bool = False) -> RunPlan:
+             items_dir: Path | None = None, time_budgets: bool = True, unsafe_sandbox: bool = False,
+             model_params: list[str] | None = None) -> RunPlan:
     """Settle a new run: pool 'public', 'heldout' (seed from $ESAC_HELDOUT_SEED or seed_file) or 'custom' (seed);
     the judge defaults to the suite's pin, or 'local' when the model is local; nothing is written yet."""
     if reports_dir.exists() and not reports_dir.is_dir():
@@ -142,8 +144,14 @@ def plan_run(suite_id: str = "gi", pool: str = "public", model: str = "local", j
         suite.item(item_id)
     if concurrency < 1:
         raise ConfigError("concurrency must be at least 1")
+    params = parse_model_params(model_params)
+    planned = [i for i in suite.items if not only or i.id in only]
+    smallest_budget = min(i.output_budget_tokens or suite.manifest.output_budget_tokens for i in planned)
+    check_model_params(ref, params, temperature, smallest_budget)
     config = new_config(suite, chosen, model, judge, temperature, concurrency, pack, list(only) if only else None,
                         time_budgets, unsafe_sandbox)
+    sends = sent_temperature(ref, params, temperature) is not None
+    config = config.model_copy(update={"model_params": params.recorded(), "sends_temperature": sends})
     return _settle(run_folder(reports_dir, config, ref), config, suite, chosen, [], resumed=False)
 
 
@@ -229,13 +237,16 @@ async def _drive(run, journal, policy, cache, urls, on_progress, session, stop):
     config, suite = run.config, run.suite
     limits = httpx.Limits(max_connections=max(8, config.concurrency * 2))
     async with httpx.AsyncClient(limits=limits) as client:
-        def provider(name: str | None) -> Provider | None:
+        def provider(name: str | None, params: ModelParams | None = None) -> Provider | None:
             if name is None:
                 return None
             ref = parse_model(name)
-            return make_provider(ref, client, urls.get(ref.provider), wait_for_time_budget=config.time_budgets)
+            return make_provider(ref, client, urls.get(ref.provider), wait_for_time_budget=config.time_budgets,
+                                 params=params)
 
-        settings = RunSettings(run_id=config.run_id, model=provider(config.model), judge=provider(config.judge),
+        # -M parameters are the evaluated model's; the judge's stay pinned by the suite (amendment 001 §5)
+        settings = RunSettings(run_id=config.run_id, model=provider(config.model, ModelParams(**config.model_params)),
+                               judge=provider(config.judge),
                                temperature=config.temperature, judge_temperature=config.judge_temperature,
                                judge_max_tokens=config.judge_max_tokens, concurrency=config.concurrency,
                                policy=policy, cache=cache, max_tokens_cap=config.max_tokens_cap,

@@ -33,8 +33,12 @@ def verdict(body, judge_level: str = "top") -> str:
     """A verdict for a judge request: every criterion at its top level (or 'unparseable' text)."""
     if judge_level == "unparseable":
         return "I think this response is quite good, maybe a 3?"
-    response_format = body["response_format"]
-    schema = (response_format.get("schema") or response_format["json_schema"]["schema"])["properties"]["levels"]["properties"]
+    if "response_format" in body:  # OpenAI-compatible: a json_schema response format (llama.cpp: a bare schema)
+        response_format = body["response_format"]
+        schema = response_format.get("schema") or response_format["json_schema"]["schema"]
+    else:  # Anthropic: the forced verdict tool's input schema
+        schema = body["tools"][0]["input_schema"]
+    schema = schema["properties"]["levels"]["properties"]
     return json.dumps({"rationale": "scripted", "levels": {k: max(v["enum"]) for k, v in schema.items()}})
 
 

@@ -59,7 +59,7 @@ class Agentic(Kind):
         from esac_kit.ag.loop import Budgets, run_episode
 
         slot, provider = slots[0], runner.settings.model
-        calls = {"attempts": 0, "retries": Counter()}
+        calls = {"attempts": 0, "retries": Counter(), "tokens": Counter()}
         steps = min(item.step_budget, runner.settings.max_turns_cap or item.step_budget)
         budgets = Budgets(steps=steps, tokens=runner.episode_token_budget or 10**9,
                           time_s=runner.time_budget(item) or float("inf"), turn_tokens=runner.output_budget(item))
@@ -70,6 +70,8 @@ class Agentic(Kind):
                                                          salt=f"turn{turn}")
             calls["attempts"] += attempts - 1
             calls["retries"].update(retries)
+            calls["tokens"].update(reasoning_tokens=reply.reasoning_tokens, cache_read_tokens=reply.cache_read_tokens,
+                                   cache_write_tokens=reply.cache_write_tokens)
             runner.turn_started(item.id, turn + 1)
             return reply
 
@@ -78,7 +80,7 @@ class Agentic(Kind):
                 lambda: run_episode(runner.tasks[item.id], item.id, item.efficiency, provider, chat, budgets,
                                     runner.settings.temperature), item.id, "environment")
             reply = ModelReply(result.answer, result.outcome, result.tokens_in, result.tokens_out,  # type: ignore[arg-type]
-                               result.latency_s)
+                               result.latency_s, **calls["tokens"])
             runner.record(item, slot, reply, attempts + calls["attempts"], retries + calls["retries"],
                           result.detail["score"], result.detail)
 

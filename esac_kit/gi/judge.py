@@ -28,7 +28,7 @@ class Verdict(BaseModel):
     """A judge's verdict: one level per criterion and a short rationale."""
 
     levels: dict[str, int]
-    rationale: str = Field(max_length=4000)
+    rationale: str  # bounded by the judge's max_tokens, not a second limit the schema could disagree with
 
 
 def delimiter_tag(response: str, item_id: str, judge_replicate: int) -> str:
@@ -39,9 +39,11 @@ def delimiter_tag(response: str, item_id: str, judge_replicate: int) -> str:
 def verdict_schema(rubric: Rubric) -> dict[str, Any]:
     """JSON schema of a verdict; levels are enums because grammars enforce enums but not ranges."""
     levels = {c.id: {"type": "integer", "enum": list(range(len(c.levels)))} for c in judged_criteria(rubric)}
-    return {"type": "object", "required": ["rationale", "levels"],
-            "properties": {"rationale": {"type": "string", "maxLength": 600},
-                           "levels": {"type": "object", "properties": levels, "required": list(levels)}}}
+    # Closed objects with every property required: what OpenAI's strict mode demands, and the validator's rules
+    return {"type": "object", "required": ["rationale", "levels"], "additionalProperties": False,
+            "properties": {"rationale": {"type": "string"},
+                           "levels": {"type": "object", "properties": levels, "required": list(levels),
+                                      "additionalProperties": False}}}
 
 
 def judge_request(rubric: Rubric, item_prompt: str, response: str, item_id: str, judge_replicate: int,

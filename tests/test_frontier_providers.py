@@ -1,0 +1,168 @@
+"""Frontier providers against loopback servers that enforce the real APIs' rules: an OpenAI reasoning model
+(max_completion_tokens, no temperature, reasoning tokens), Anthropic extended thinking (temperature 1, thinking
+blocks back unchanged in a tool loop), structured verdicts (a forced tool, a strict schema) and -M parameters."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+from runkit import esac_run, load_report, reference_answers, run_folder_of, verdict
+
+from esac_kit.ag.policies import scripted_answer
+from esac_kit.gi.judge import is_judge_request
+from esac_kit.instances import build_task
+from esac_kit.loopback import LoopbackServer, thinking_signature
+from esac_kit.pools import public_pool
+from esac_kit.suite import load_suite
+from test_bad_inputs import assert_one_line_exit_2, esac
+
+GI_ITEMS = ("quant-tank-mixing", "writing-lay-explainer")
+
+
+def recording(answer, seen: list):
+    """An answer function that keeps every request body it serves."""
+    def serve(body):
+        seen.append(body)
+        return answer(body)
+    return serve
+
+
+def test_a_gi_run_completes_against_an_openai_reasoning_model_with_the_parameters_it_demands(tmp_path):
+    seen = []
+    with LoopbackServer(recording(reference_answers(), seen)) as server:
+        code = esac_run("--model", f"openai:o3@{server.url}", "--judge", f"openai:gpt-4.1@{server.url}",
+                        "-M", "reasoning_effort=high", "--no-cache", "--reports", str(tmp_path), "--only", *GI_ITEMS)
+        assert server.rejected == []
+    assert code == 0
+    answers = [b for b in seen if b["model"] == "o3"]
+    assert answers and all("max_completion_tokens" in b and "max_tokens" not in b and "temperature" not in b
+                           and b["reasoning_effort"] == "high" for b in answers)
+    judge = [b for b in seen if b["model"] == "gpt-4.1"]
+    assert judge and all(b["temperature"] == 0.7 and "max_tokens" in b for b in judge)  # a custom URL: max_tokens
+    schema = judge[0]["response_format"]["json_schema"]
+    assert schema["strict"] is True and schema["schema"]["additionalProperties"] is False
+    assert schema["schema"]["properties"]["levels"]["additionalProperties"] is False
+    folder = run_folder_of(tmp_path)
+    report = load_report(folder)
+    assert report["tokens"]["model_reasoning"] == 100 * len(answers)  # the emulator's reported reasoning tokens
+    assert report["model"]["parameters"]["reasoning_effort"] == "high"
+    assert report["model"]["parameters"]["temperature"] is None  # none was sent
+    assert json.loads((folder / "run.json").read_text())["model_params"] == {"reasoning_effort": "high"}
+    assert report["items"][0]["score"] == 1.0
+
+
+def test_the_emulated_reasoning_model_refuses_what_the_real_api_refuses():
+    with LoopbackServer(lambda body: "hi") as server:
+        url = f"{server.url}/chat/completions"
+        base = {"model": "gpt-5.1", "messages": [{"role": "user", "content": "x"}]}
+        old = httpx.post(url, json=base | {"max_tokens": 10})
+        assert old.status_code == 400 and old.json()["error"]["param"] == "max_tokens"
+        assert "Use 'max_completion_tokens' instead" in old.json()["error"]["message"]
+        warm = httpx.post(url, json=base | {"max_completion_tokens": 10, "temperature": 0.7})
+        assert warm.status_code == 400 and "Only the default (1) value is supported" in warm.json()["error"]["message"]
+        loose = httpx.post(url, json={"model": "gpt-4.1", "messages": base["messages"], "response_format": {
+            "type": "json_schema", "json_schema": {"name": "v", "strict": True, "schema": {
+                "type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}}}})
+        assert loose.status_code == 400 and "additionalProperties" in loose.json()["error"]["message"]
+        fine = httpx.post(url, json=base | {"max_completion_tokens": 10})
+        assert fine.status_code == 200 and fine.json()["usage"]["completion_tokens_details"]["reasoning_tokens"] > 0
+
+
+def thinking_tool_loop(seen: list):
+    """Scripted AG tool calls for the public pool, each reply opened by a signed thinking block."""
+    suite = load_suite("ag")
+    task = build_task(suite, suite.item("tools-order-fulfilment"), public_pool(suite.manifest.public_seed))
+    return task, recording(scripted_answer({task.prompt: task.reference}), seen)
+
+
+def test_an_ag_episode_runs_with_anthropic_extended_thinking_and_passes_thinking_blocks_back(tmp_path):
+    seen = []
+    task, answer = thinking_tool_loop(seen)
+    with LoopbackServer(answer) as server:
+        code = esac_run("--suite", "ag", "--model", f"anthropic:claude-sonnet-4-5@{server.url}", "-M",
+                        "thinking_budget=2048", "--no-cache", "--reports", str(tmp_path), "--only",
+                        "tools-order-fulfilment")
+        assert server.rejected == []
+    assert code == 0
+    assert all(b["thinking"] == {"type": "enabled", "budget_tokens": 2048} and b["temperature"] == 1 for b in seen)
+    later = seen[-1]["messages"]
+    assistant = [m for m in later if m["role"] == "assistant"]
+    assert len(assistant) == len(task.reference) - 1
+    assert all(m["content"][0]["type"] == "thinking" and m["content"][0]["signature"] ==
+               thinking_signature(m["content"][0]["thinking"]) for m in assistant)
+    assert load_report(run_folder_of(tmp_path))["efficiency"][0]["success"]
+
+
+def test_a_gi_run_with_anthropic_thinking_journals_the_thinking_apart_from_the_answer(tmp_path):
+    seen = []
+    with LoopbackServer(recording(reference_answers(), seen)) as server:
+        code = esac_run("--model", f"anthropic:claude-sonnet-4-5@{server.url}", "-M", "thinking_budget=2048",
+                        "--judge", f"openai:j@{server.url}", "--no-cache", "--reports", str(tmp_path),
+                        "--only", "quant-tank-mixing")
+        assert server.rejected == []
+    assert code == 0 and seen[0]["thinking"]["budget_tokens"] == 2048
+    folder = run_folder_of(tmp_path)
+    [observation] = [json.loads(line) for line in (folder / "observations.jsonl").read_text().splitlines()]
+    assert observation["thinking"].startswith("Thinking about turn")
+    assert "Thinking" not in observation["response"] and observation["score"] == 1.0  # extraction never reads it
+
+
+def test_the_emulated_anthropic_api_refuses_a_tool_loop_whose_thinking_block_is_missing_or_altered():
+    thought = "I should look up the customer."
+    turn = [{"type": "thinking", "thinking": thought, "signature": thinking_signature(thought)},
+            {"type": "tool_use", "id": "t1", "name": "lookup", "input": {}}]
+    result = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]}
+    body = {"model": "claude", "max_tokens": 4096, "thinking": {"type": "enabled", "budget_tokens": 2048},
+            "messages": [{"role": "user", "content": "go"}, {"role": "assistant", "content": turn}, result]}
+    with LoopbackServer(lambda b: "done") as server:
+        url = f"{server.url}/messages"
+        assert httpx.post(url, json=body).status_code == 200
+        missing = body | {"messages": [body["messages"][0], {"role": "assistant", "content": turn[1:]}, result]}
+        refused = httpx.post(url, json=missing)
+        assert refused.status_code == 400 and "must start with a thinking block" in refused.json()["error"]["message"]
+        altered = [dict(turn[0], thinking=thought + " (edited)"), turn[1]]
+        edited = body | {"messages": [body["messages"][0], {"role": "assistant", "content": altered}, result]}
+        assert "Invalid `signature`" in httpx.post(url, json=edited).json()["error"]["message"]
+        warm = httpx.post(url, json=body | {"temperature": 0.7})
+        assert warm.status_code == 400 and "temperature" in warm.json()["error"]["message"]
+
+
+def test_the_anthropic_judge_answers_through_a_forced_verdict_tool(tmp_path):
+    seen = []
+    with LoopbackServer(recording(reference_answers(), seen)) as server:
+        code = esac_run("--model", f"openai:m@{server.url}", "--judge", f"anthropic:claude-judge@{server.url}",
+                        "--no-cache", "--reports", str(tmp_path), "--only", "writing-lay-explainer")
+    assert code == 0
+    judged = [b for b in seen if b["model"] == "claude-judge"]
+    assert len(judged) == 4
+    for body in judged:
+        assert body["tool_choice"] == {"type": "tool", "name": "verdict"}
+        [tool] = body["tools"]
+        assert tool["name"] == "verdict" and tool["input_schema"]["additionalProperties"] is False
+        assert "response_format" not in body
+    assert load_report(run_folder_of(tmp_path))["items"][0]["score"] == 1.0
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["-M", "effort=high"], "unknown model parameter 'effort'"),
+    (["-M", "reasoning_effort"], "write KEY=VALUE"),
+    (["-M", "reasoning_effort=extreme"], "reasoning_effort"),
+    (["-M", "thinking_budget=2048"], "Anthropic's extended thinking"),
+    (["--temperature", "0.5"], "takes only the default temperature 1"),
+    (["-M", "top_p=0.9"], "takes no top_p"),
+])
+def test_a_wrong_model_parameter_is_a_one_line_configuration_error(args, fragment):
+    assert_one_line_exit_2(esac("run", "--model", "openai:o3@http://127.0.0.1:9/v1", "--no-cache", *args), fragment)
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["-M", "thinking_budget=2048", "--temperature", "0.7"], "temperature 1 only"),
+    (["-M", "thinking_budget=9000"], "must be below the output budget"),
+    (["-M", "thinking_budget=512"], "greater than or equal to 1024"),
+    (["-M", "reasoning_effort=low"], "takes -M thinking_budget instead"),
+])
+def test_anthropic_thinking_rules_are_checked_before_any_request(args, fragment):
+    assert_one_line_exit_2(esac("run", "--suite", "ag", "--model", "anthropic:claude@http://127.0.0.1:9/v1",
+                                "--no-cache", *args), fragment)
