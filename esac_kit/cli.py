@@ -107,7 +107,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from esac_kit.runs import execute, plan_resume, plan_run, terminal_progress
 
     policy = RetryPolicy(outage_budget_s=args.outage_budget_s, base_s=args.retry_base_s,
-                         max_attempts=args.max_attempts, request_timeout_s=args.request_timeout_s)
+                         max_attempts=args.max_attempts, request_timeout_s=args.request_timeout_s,
+                         idle_timeout_s=args.idle_timeout_s)
     cache = ResponseCache(None if args.no_cache else (args.cache or default_cache_dir()))
     if args.resume:
         run = plan_resume(args.resume, args.heldout_seed_file, args.items)
@@ -373,6 +374,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="run model code even where the kernel offers no sandbox wall (recorded; unofficial)")
     run.add_argument("--outage-budget-s", type=positive_float, default=600.0,
                      help="retry a failing call for up to this many seconds of outage, then abort (default 600)")
+    run.add_argument("--idle-timeout-s", type=positive_float, default=60.0,
+                     help="a streamed reply that sends nothing (not even a ping) this long is a stalled connection, "
+                          "retried (default 60)")
     run.add_argument("--max-attempts", type=positive_int, default=None,
                      help="also stop after this many attempts of one call (default: the outage budget decides)")
     run.add_argument("--retry-base-s", type=positive_float, default=1.0, help="backoff base in seconds")

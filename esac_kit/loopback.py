@@ -17,7 +17,8 @@ from typing import Any
 
 Answer = Callable[[dict[str, Any]], "str | dict[str, Any]"]
 Fault = Callable[[dict[str, Any], int], "str | None"]
-FAULTS = ("429", "500", "503", "reset", "stall", "malformed", "truncated", "400", "401", "404", "context")
+FAULTS = ("429", "500", "503", "reset", "stall", "stall_stream", "malformed", "truncated", "400", "401", "404",
+          "context")
 
 
 def user_texts(body: dict[str, Any]) -> list[str]:
@@ -75,11 +76,13 @@ def outage(after_requests: int, lasting_s: float, kind: str = "503") -> Fault:
 class LoopbackServer:
     """Serves /v1/chat/completions, /v1/messages and /v1/models on 127.0.0.1 on a free port."""
 
-    def __init__(self, answer: Answer, fault: Fault | None = None, latency_s: float = 0.0, stall_s: float = 5.0):
+    def __init__(self, answer: Answer, fault: Fault | None = None, latency_s: float = 0.0, stall_s: float = 5.0,
+                 event_delay_s: float = 0.0):
         self.answer = answer
         self.fault = fault
         self.latency_s = latency_s
         self.stall_s = stall_s
+        self.event_delay_s = event_delay_s  # pause between streamed events: a slow model that is still writing
         self.requests = 0
         self.faults: Counter = Counter()
         self.paths: Counter = Counter()
@@ -129,6 +132,13 @@ class LoopbackServer:
                 if server.latency_s:
                     time.sleep(server.latency_s)
                 kind = server.fault(body, attempt) if server.fault else None
+                stall_mid = kind == "stall_stream" and bool(body.get("stream"))
+                if stall_mid:  # answered below: the stream starts, then goes silent mid-answer
+                    kind = None
+                    with server._lock:
+                        server.faults["stall_stream"] += 1
+                elif kind == "stall_stream":
+                    kind = "stall"
                 if kind:
                     with server._lock:
                         server.faults[kind] += 1
@@ -140,10 +150,27 @@ class LoopbackServer:
                     return self._send(400, broken)
                 reply = server.answer(body)
                 reply = {"text": reply} if isinstance(reply, str) else reply
-                if self.path.endswith("/messages"):
-                    self._send(200, _anthropic_body(body, reply))
-                else:
-                    self._send(200, _openai_body(body, reply))
+                anthropic = self.path.endswith("/messages")
+                whole = _anthropic_body(body, reply) if anthropic else _openai_body(body, reply)
+                if not body.get("stream"):
+                    return self._send(200, whole)
+                events = _anthropic_events(whole) if anthropic else _openai_events(whole, body)
+                self._stream(events, 2 if stall_mid else None)
+
+            def _stream(self, events: list[str], stall_after: int | None) -> None:
+                """Server-sent events, then close; `stall_after` events in, the stream goes silent instead."""
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Connection", "close")
+                self.end_headers()
+                for n, event in enumerate(events):
+                    if n == stall_after:
+                        time.sleep(server.stall_s)
+                        break
+                    self.wfile.write(event.encode())
+                    self.wfile.flush()
+                    time.sleep(server.event_delay_s)
+                self.close_connection = True
 
             def _fault(self, kind: str) -> None:
                 if kind == "context":
@@ -280,6 +307,64 @@ def _anthropic_rule_broken(body: dict[str, Any]) -> dict[str, Any] | None:
             if block.get("type") == "thinking" and block.get("signature") != thinking_signature(block.get("thinking", "")):
                 return _anthropic_error(f"messages.{n}.content.{m}: Invalid `signature` in `thinking` block")
     return None
+
+
+def _sse(data: dict[str, Any] | str, event: str | None = None) -> str:
+    text = data if isinstance(data, str) else json.dumps(data)
+    return (f"event: {event}\n" if event else "") + f"data: {text}\n\n"
+
+
+def _pieces(text: str, size: int = 12) -> list[str]:
+    return [text[i:i + size] for i in range(0, len(text), size)] or [""]
+
+
+def _openai_events(whole: dict[str, Any], body: dict[str, Any]) -> list[str]:
+    """A chat.completion as the chunks of a stream, usage last when the request asked for it."""
+    choice = whole["choices"][0]
+    message = choice["message"]
+    base = {"id": whole["id"], "object": "chat.completion.chunk", "model": whole["model"]}
+    chunks = [base | {"choices": [{"index": 0, "delta": {"role": "assistant"}, "finish_reason": None}]}]
+    chunks += [base | {"choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]}
+               for piece in _pieces(message.get("content") or "")]
+    for n, call in enumerate(message.get("tool_calls") or []):
+        arguments = call["function"]["arguments"]
+        chunks.append(base | {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": n, "id": call["id"],
+                      "type": "function", "function": {"name": call["function"]["name"], "arguments": ""}}]},
+                      "finish_reason": None}]})
+        chunks += [base | {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": n, "function": {
+            "arguments": piece}}]}, "finish_reason": None}]} for piece in _pieces(arguments)]
+    chunks.append(base | {"choices": [{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}]})
+    if (body.get("stream_options") or {}).get("include_usage"):
+        chunks.append(base | {"choices": [], "usage": whole["usage"]})
+    return [_sse(c) for c in chunks] + [_sse("[DONE]")]
+
+
+def _anthropic_events(whole: dict[str, Any]) -> list[str]:
+    """A message as the Messages API streams it, pings included."""
+    usage = whole["usage"]
+    start = {key: whole[key] for key in ("id", "type", "role", "model")} | {
+        "content": [], "stop_reason": None, "usage": {"input_tokens": usage["input_tokens"], "output_tokens": 1}}
+    events = [_sse({"type": "message_start", "message": start}, "message_start"), _sse({"type": "ping"}, "ping")]
+    for n, block in enumerate(whole["content"]):
+        kind = block["type"]
+        opening = {"type": kind, **({"text": ""} if kind == "text" else {"thinking": ""} if kind == "thinking"
+                                    else {"id": block["id"], "name": block["name"], "input": {}})}
+        events.append(_sse({"type": "content_block_start", "index": n, "content_block": opening},
+                           "content_block_start"))
+        if kind == "text":
+            deltas = [{"type": "text_delta", "text": p} for p in _pieces(block["text"])]
+        elif kind == "thinking":
+            deltas = [{"type": "thinking_delta", "thinking": p} for p in _pieces(block["thinking"])]
+            deltas.append({"type": "signature_delta", "signature": block["signature"]})
+        else:
+            deltas = [{"type": "input_json_delta", "partial_json": p} for p in _pieces(json.dumps(block["input"]))]
+        events += [_sse({"type": "content_block_delta", "index": n, "delta": d}, "content_block_delta")
+                   for d in deltas]
+        events.append(_sse({"type": "content_block_stop", "index": n}, "content_block_stop"))
+    events.append(_sse({"type": "message_delta", "delta": {"stop_reason": whole["stop_reason"]},
+                        "usage": {"output_tokens": usage["output_tokens"]}}, "message_delta"))
+    events.append(_sse({"type": "message_stop"}, "message_stop"))
+    return events
 
 
 def _usage(body: dict[str, Any], reply: dict[str, Any]) -> tuple[int, int]:

@@ -14,8 +14,8 @@ EpisodeEnd = Literal["submit", "final_message", "step_budget", "token_budget", "
 ModelOutcome = Literal["answered", "empty", "refusal", "inability", "output_budget", "time_budget", "step_budget",
                        "token_budget", "context_budget"]
 # Evaluator-side failures: retried under identical conditions, and a persisting one aborts the run (§8).
-InfrastructureKind = Literal["timeout", "transport", "rate_limit", "http_status", "malformed_body", "invalid_verdict",
-                             "sandbox", "environment"]
+InfrastructureKind = Literal["timeout", "stall", "transport", "rate_limit", "http_status", "malformed_body",
+                             "invalid_verdict", "sandbox", "environment"]
 
 
 @dataclass

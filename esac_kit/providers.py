@@ -6,6 +6,7 @@ is scored; a `TransientFailure` is infrastructure and is retried; a `ConfigError
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
 import json
 import os
@@ -23,12 +24,14 @@ from esac_kit.chat import ChatRequest, ModelRef, ModelReply, ToolCall, classify_
 from esac_kit.errors import ConfigError
 from esac_kit.model_params import ModelParams, openai_reasoning
 from esac_kit.outcomes import TransientFailure
+from esac_kit.streaming import AnthropicStream, OpenAIStream, read_stream
 
 RETRYABLE_STATUS = {408, 409, 429}
 CONFIG_STATUS = {400, 401, 403, 404}
 KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 DEFAULT_URL = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com/v1"}
 ANTHROPIC_VERSION = "2023-06-01"
+IDLE_TIMEOUT_S = 60.0  # a stream that sends no byte (not even a ping) this long is stalled: retried
 VERDICT_TOOL = "verdict"  # the judge's forced tool on Anthropic: its input schema is the verdict schema
 # How providers say a conversation outgrew the model's context window (OpenAI, Anthropic, llama.cpp, vLLM).
 _CONTEXT_EXCEEDED = re.compile(r"context.length|context window|prompt is too long|maximum context", re.IGNORECASE)
@@ -95,11 +98,15 @@ def retry_after_seconds(value: str | None) -> float | None:
 class Provider:
     """A chat client for one model over a shared httpx.AsyncClient."""
 
+    stream_assembler: type = OpenAIStream
+
     def __init__(self, ref: ModelRef, client: httpx.AsyncClient, base_url: str | None = None,
-                 api_key: str | None = None, params: ModelParams | None = None):
+                 api_key: str | None = None, params: ModelParams | None = None,
+                 idle_timeout_s: float = IDLE_TIMEOUT_S):
         self.ref = ref
         self.client = client
         self.params = params or ModelParams()
+        self.idle_timeout_s = idle_timeout_s
         self.base_url = (base_url or ref.base_url or DEFAULT_URL.get(ref.provider, "")).rstrip("/")
         env = KEY_ENV.get(ref.provider)
         self._api_key = api_key if api_key is not None else (os.environ.get(env, "") if env else "")
@@ -111,6 +118,36 @@ class Provider:
         """The URL this provider posts to (never carries a key)."""
         raise NotImplementedError
 
+    @property
+    def streaming(self) -> bool:
+        """Stream (SSE) unless -M stream=false; the embedded server answers whole."""
+        return self.params.stream if self.params.stream is not None else self.ref.provider in ("openai", "anthropic")
+
+    def stream_payload(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """The payload with streaming asked for (OpenAI also needs to be asked for the usage)."""
+        return payload | {"stream": True}
+
+    async def _send(self, payload: dict[str, Any], headers: dict[str, str], timeout_s: float,
+                    time_budget_s: float | None) -> dict[str, Any]:
+        """The reply body, streamed or whole; a stream idle for idle_timeout_s is a stalled connection (retried)."""
+        if not self.streaming:
+            return await self._post(payload, headers, timeout_s)
+        started = time.monotonic()
+        try:
+            async with asyncio.timeout(timeout_s):
+                async with self.client.stream("POST", self.endpoint, json=self.stream_payload(payload),
+                                              headers=headers, timeout=httpx.Timeout(self.idle_timeout_s)) as response:
+                    if response.status_code != 200 or "json" in response.headers.get("content-type", ""):
+                        await response.aread()  # an error, or a server that answered whole: read it as one body
+                        return self._body(response)
+                    return await read_stream(response, self.stream_assembler(self.endpoint), started, time_budget_s)
+        except TimeoutError:
+            raise TransientFailure("timeout", self.endpoint, detail=f"no reply within {timeout_s:.0f} s") from None
+        except httpx.TimeoutException:
+            raise TransientFailure("stall", self.endpoint, detail=f"no byte for {self.idle_timeout_s:g} s") from None
+        except httpx.TransportError as error:
+            raise TransientFailure("transport", self.endpoint, detail=type(error).__name__) from None
+
     async def _post(self, payload: dict[str, Any], headers: dict[str, str], timeout_s: float) -> dict[str, Any]:
         try:
             response = await self.client.post(self.endpoint, json=payload, headers=headers, timeout=timeout_s)
@@ -118,6 +155,10 @@ class Provider:
             raise TransientFailure("timeout", self.endpoint, detail=type(error).__name__) from None
         except httpx.TransportError as error:
             raise TransientFailure("transport", self.endpoint, detail=type(error).__name__) from None
+        return self._body(response)
+
+    def _body(self, response: httpx.Response) -> dict[str, Any]:
+        """A whole response's JSON body, or the failure its status means (retried, or a configuration error)."""
         if response.status_code in RETRYABLE_STATUS or response.status_code >= 500:
             kind = "rate_limit" if response.status_code == 429 else "http_status"
             raise TransientFailure(kind, self.endpoint, response.status_code,
@@ -162,6 +203,9 @@ class OpenAIChat(Provider):
     def endpoint(self) -> str:
         return f"{self.base_url}/chat/completions"
 
+    def stream_payload(self, payload: dict[str, Any]) -> dict[str, Any]:
+        return payload | {"stream": True, "stream_options": {"include_usage": True}}
+
     @property
     def max_tokens_field(self) -> str:
         """`max_completion_tokens` for OpenAI's API and reasoning models (which refuse `max_tokens`); `max_tokens`
@@ -196,7 +240,7 @@ class OpenAIChat(Provider):
         payload.update(request.extra)
         headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
         started = time.monotonic()
-        body = await self._post(payload, headers, timeout_s)
+        body = await self._send(payload, headers, timeout_s, time_budget_s)
         latency = time.monotonic() - started
         try:
             choice = body["choices"][0]
@@ -228,6 +272,8 @@ class OpenAIChat(Provider):
 class AnthropicMessages(Provider):
     """Anthropic Messages API, with native tool use."""
 
+    stream_assembler = AnthropicStream
+
     @property
     def endpoint(self) -> str:
         return f"{self.base_url}/messages"
@@ -251,7 +297,7 @@ class AnthropicMessages(Provider):
         payload.update(request.extra)
         headers = {"x-api-key": self._api_key, "anthropic-version": ANTHROPIC_VERSION}
         started = time.monotonic()
-        body = await self._post(payload, headers, timeout_s)
+        body = await self._send(payload, headers, timeout_s, time_budget_s)
         latency = time.monotonic() - started
         try:
             blocks = body["content"]
@@ -307,14 +353,15 @@ def _anthropic_tool(tool: dict[str, Any]) -> dict[str, Any]:
 
 
 def make_provider(ref: ModelRef, client: httpx.AsyncClient, base_url: str | None = None,
-                  wait_for_time_budget: bool = True, params: ModelParams | None = None) -> Provider:
+                  wait_for_time_budget: bool = True, params: ModelParams | None = None,
+                  idle_timeout_s: float = IDLE_TIMEOUT_S) -> Provider:
     """The provider client for a model reference (`local` speaks the OpenAI protocol to the embedded server;
     `files:`, `human` and `replay:` are outside answerers with the same interface)."""
     if ref.provider in ANSWERERS:
         return ANSWERERS[ref.provider](ref, wait_for_time_budget)
     if ref.provider == "anthropic":
-        return AnthropicMessages(ref, client, base_url, params=params)
-    return OpenAIChat(ref, client, base_url, params=params)
+        return AnthropicMessages(ref, client, base_url, params=params, idle_timeout_s=idle_timeout_s)
+    return OpenAIChat(ref, client, base_url, params=params, idle_timeout_s=idle_timeout_s)
 
 
 def _reported(usage: dict[str, Any], *fields: str) -> bool:

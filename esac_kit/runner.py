@@ -41,6 +41,7 @@ class RetryPolicy:
     cap_s: float = 5.0  # the longest pause, so the first attempt after an outage ends comes within seconds
     max_attempts: int | None = None  # an optional extra bound (tests); None: the budget alone decides
     request_timeout_s: float | None = None  # None: the item's time budget plus a margin
+    idle_timeout_s: float = 60.0  # a streamed reply silent this long (no byte, no ping) is a stalled connection
 
     def delay(self, attempt: int, retry_after: float | None) -> float:
         """Seconds to wait before the next attempt."""
@@ -51,17 +52,26 @@ class RetryPolicy:
 
 async def with_retries(attempt: Callable[[], Awaitable[T]], policy: RetryPolicy, item_id: str, role: str,
                        on_retry: Callable[[str], None] | None = None,
-                       queued_s: Callable[[], float] = lambda: 0.0) -> tuple[T, int, Counter]:
+                       queued_s: Callable[[], float] = lambda: 0.0, bound_in_flight: bool = True) -> tuple[T, int, Counter]:
     """Call until it succeeds; retry infrastructure failures for up to the policy's outage budget, counted from the
     first failure, then abort (amendment 001 §8). `queued_s()` is the time this call has spent waiting for a
-    concurrency slot, which the budget does not count."""
+    concurrency slot, which the budget does not count. After a first failure the budget also bounds the attempt
+    in flight, unless `bound_in_flight` is False (a whole AG episode, which may rightly outlast it)."""
     retries: Counter = Counter()
     first_failure: tuple[float, float] | None = None  # when the outage began, and the queue time until then
     number = 0
     while True:
         number += 1
         try:
-            return await attempt(), number, retries
+            if first_failure is None or not bound_in_flight:
+                return await attempt(), number, retries
+            # Once an outage has begun, its deadline bounds the attempt in flight too (queue time excluded)
+            left = policy.outage_budget_s - (time.monotonic() - first_failure[0] - (queued_s() - first_failure[1]))
+            try:
+                async with asyncio.timeout(max(left, 0.0) + queued_s()):
+                    return await attempt(), number, retries
+            except TimeoutError:
+                raise TransientFailure("timeout", role, detail="the outage budget ended during the attempt") from None
         except (TransientFailure, SandboxError) as failure:
             kind = getattr(failure, "kind", "sandbox")
             first_failure = first_failure or (time.monotonic(), queued_s())
@@ -216,9 +226,11 @@ class Runner:
         return reply, attempts, retries
 
     async def retried(self, attempt: Callable[[], Awaitable[T]], item_id: str, role: str,
-                      queued_s: Callable[[], float] = lambda: 0.0) -> tuple[T, int, Counter]:
+                      queued_s: Callable[[], float] = lambda: 0.0, bound_in_flight: bool = True
+                      ) -> tuple[T, int, Counter]:
         """Call under the run's retry policy, counting retries in the progress."""
-        return await with_retries(attempt, self.settings.policy, item_id, role, self._count_retry, queued_s)
+        return await with_retries(attempt, self.settings.policy, item_id, role, self._count_retry, queued_s,
+                                  bound_in_flight)
 
     def record(self, item: ItemSpec, slot: Slot, reply: ModelReply, attempts: int, retries: Counter, score: float,
                detail: dict, **extra) -> Observation:

@@ -242,7 +242,7 @@ async def _drive(run, journal, policy, cache, urls, on_progress, session, stop):
                 return None
             ref = parse_model(name)
             return make_provider(ref, client, urls.get(ref.provider), wait_for_time_budget=config.time_budgets,
-                                 params=params)
+                                 params=params, idle_timeout_s=policy.idle_timeout_s)
 
         # -M parameters are the evaluated model's; the judge's stay pinned by the suite (amendment 001 §5)
         settings = RunSettings(run_id=config.run_id, model=provider(config.model, ModelParams(**config.model_params)),

@@ -4,21 +4,27 @@ blocks back unchanged in a tool loop), structured verdicts (a forced tool, a str
 
 from __future__ import annotations
 
+import asyncio
 import json
+import shutil
+import time
+from pathlib import Path
 
 import httpx
 import pytest
-from runkit import esac_run, load_report, reference_answers, run_folder_of, verdict
+from runkit import esac_run, load_report, reference_answers, run_folder_of, scores_of
 
 from esac_kit.ag.policies import scripted_answer
 from esac_kit.gi.judge import is_judge_request
 from esac_kit.instances import build_task
 from esac_kit.loopback import LoopbackServer, thinking_signature
 from esac_kit.pools import public_pool
+from esac_kit.streaming import sse_events
 from esac_kit.suite import load_suite
 from test_bad_inputs import assert_one_line_exit_2, esac
 
 GI_ITEMS = ("quant-tank-mixing", "writing-lay-explainer")
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def recording(answer, seen: list):
@@ -166,3 +172,69 @@ def test_a_wrong_model_parameter_is_a_one_line_configuration_error(args, fragmen
 def test_anthropic_thinking_rules_are_checked_before_any_request(args, fragment):
     assert_one_line_exit_2(esac("run", "--suite", "ag", "--model", "anthropic:claude@http://127.0.0.1:9/v1",
                                 "--no-cache", *args), fragment)
+
+
+# ---------------------------------------------------------------- streaming
+
+
+def stall_streams_once(body, attempt):
+    """The first streamed attempt of every model answer goes silent after its first events."""
+    return "stall_stream" if attempt == 1 and not is_judge_request(body) else None
+
+
+def test_a_stream_that_stalls_mid_answer_is_retried_after_the_idle_timeout_with_the_same_scores(tmp_path):
+    items = ("quant-tank-mixing", "logic-zebra")
+    with LoopbackServer(reference_answers()) as server:
+        assert esac_run("--model", f"openai:m@{server.url}", "--no-cache", "--reports", str(tmp_path / "clean"),
+                        "--only", *items) == 0
+    with LoopbackServer(reference_answers(), fault=stall_streams_once, stall_s=30) as server:
+        started = time.monotonic()
+        assert esac_run("--model", f"openai:m@{server.url}", "--no-cache", "--reports", str(tmp_path / "stalled"),
+                        "--only", *items, "--idle-timeout-s", "1") == 0
+        elapsed = time.monotonic() - started
+        assert server.faults["stall_stream"] == 2
+    assert elapsed < 10  # about the idle timeout and a backoff, not the 30 s stall or the 600 s time budget
+    clean, stalled = (load_report(run_folder_of(tmp_path / name)) for name in ("clean", "stalled"))
+    assert scores_of(clean) == scores_of(stalled)
+    assert stalled["retries"] == {"stall": 2}
+
+
+def test_a_slow_stream_past_the_time_budget_is_the_models_failure_not_an_outage(tmp_path):
+    items = tmp_path / "items"
+    shutil.copytree(ROOT / "items", items)
+    path = items / "gi" / "quant-tank-mixing.toml"
+    path.write_text(path.read_text().replace('scoring = "exact"', 'scoring = "exact"\ntime_budget_s = 1'))
+    with LoopbackServer(lambda body: "word " * 200, event_delay_s=0.05) as server:  # ~85 events, 4 s
+        assert esac_run("--model", f"anthropic:claude@{server.url}", "--no-cache", "--reports", str(tmp_path / "r"),
+                        "--items", str(items), "--only", "quant-tank-mixing") == 0
+        assert server.requests == 1  # not retried
+    report = load_report(run_folder_of(tmp_path / "r"))
+    assert report["model_outcomes"] == {"time_budget": 1} and report["items"][0]["score"] == 0.0
+
+
+async def collect(lines):
+    async def feed():
+        for line in lines:
+            yield line
+    return [event async for event in sse_events(feed())]
+
+
+def test_sse_events_skip_comments_and_join_multi_line_data():
+    lines = [": keep-alive", "event: ping", "data: {}", "", "data: {\"a\":", "data: 1}", "", "data: [DONE]", ""]
+    assert asyncio.run(collect(lines)) == [("ping", "{}"), (None, "{\"a\":\n1}"), (None, "[DONE]")]
+
+
+def test_a_streamed_anthropic_tool_call_and_thinking_assemble_like_the_whole_message(tmp_path):
+    seen = []
+    task, answer = thinking_tool_loop(seen)
+    with LoopbackServer(answer) as server:
+        code = esac_run("--suite", "ag", "--model", f"anthropic:claude@{server.url}", "-M", "thinking_budget=2048",
+                        "-M", "stream=false", "--no-cache", "--reports", str(tmp_path / "whole"), "--only",
+                        "tools-order-fulfilment")
+        assert code == 0 and not any(b.get("stream") for b in seen)
+        seen.clear()
+        code = esac_run("--suite", "ag", "--model", f"anthropic:claude@{server.url}", "-M", "thinking_budget=2048",
+                        "--no-cache", "--reports", str(tmp_path / "streamed"), "--only", "tools-order-fulfilment")
+        assert code == 0 and all(b.get("stream") for b in seen) and server.rejected == []
+    whole, streamed = (load_report(run_folder_of(tmp_path / n)) for n in ("whole", "streamed"))
+    assert whole["efficiency"] == streamed["efficiency"] and streamed["efficiency"][0]["success"]

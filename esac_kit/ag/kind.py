@@ -78,7 +78,7 @@ class Agentic(Kind):
         async with runner.episode_slots:  # whole episodes, not just requests: each keeps its conversation warm
             result, attempts, retries = await runner.retried(
                 lambda: run_episode(runner.tasks[item.id], item.id, item.efficiency, provider, chat, budgets,
-                                    runner.settings.temperature), item.id, "environment")
+                                    runner.settings.temperature), item.id, "environment", bound_in_flight=False)
             reply = ModelReply(result.answer, result.outcome, result.tokens_in, result.tokens_out,  # type: ignore[arg-type]
                                result.latency_s, **calls["tokens"])
             runner.record(item, slot, reply, attempts + calls["attempts"], retries + calls["retries"],
