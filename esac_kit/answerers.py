@@ -12,7 +12,6 @@ import asyncio
 import hashlib
 import itertools
 import json
-import math
 import sys
 import threading
 import time
@@ -23,9 +22,9 @@ from pydantic import BaseModel, Field, ValidationError
 
 from esac_kit.errors import ConfigError
 from esac_kit.model_params import ModelParams
-from esac_kit.chat import ChatRequest, ModelRef, ModelReply, ToolCall, classify_outcome, utf8_safe
+from esac_kit.chat import (CHARS_PER_TOKEN, ChatRequest, ModelRef, ModelReply, ToolCall, classify_outcome,
+                           estimate_tokens, utf8_safe)
 
-CHARS_PER_TOKEN = 4  # the documented estimate when an answerer reports no usage
 POLL_S = 0.1
 
 
@@ -42,12 +41,6 @@ class Answer(BaseModel):
     content: str = ""
     tool_calls: list[AnswerToolCall] = []
     usage: dict[str, int] | None = None  # {"input_tokens": n, "output_tokens": m}
-
-
-def estimate_tokens(material: object) -> int:
-    """Tokens of text or JSON-able material at CHARS_PER_TOKEN characters a token."""
-    text = material if isinstance(material, str) else json.dumps(material, sort_keys=True)
-    return math.ceil(len(text) / CHARS_PER_TOKEN)
 
 
 def request_record(request: ChatRequest, time_budget_s: float | None) -> dict[str, Any]:

@@ -3,11 +3,22 @@
 
 from __future__ import annotations
 
+import json
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from esac_kit.outcomes import ReplyOutcome
+
+CHARS_PER_TOKEN = 4  # the documented estimate wherever tokens are not counted by the provider
+
+
+def estimate_tokens(material: object) -> int:
+    """Tokens of text or JSON-able material at CHARS_PER_TOKEN characters a token."""
+    text = material if isinstance(material, str) else json.dumps(material, sort_keys=True)
+    return math.ceil(len(text) / CHARS_PER_TOKEN)
+
 
 _INABILITY = re.compile(r"^\W*(i('| a)m (not able|unable)|i can(no|')t|i cannot|sorry, (but )?i can)", re.IGNORECASE)
 

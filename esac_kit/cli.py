@@ -123,6 +123,13 @@ def cmd_run(args: argparse.Namespace) -> int:
                        reports_dir=args.reports, items_dir=args.items, time_budgets=not args.no_time_budget,
                        unsafe_sandbox=args.unsafe_sandbox, model_params=args.model_param)
         config, manifest = run.config, run.suite.manifest
+        if args.estimate:
+            from esac_kit.cost import estimate, format_estimate, load_prices
+
+            print(f"{manifest.name} {manifest.version}, model {config.model}, judge {config.judge or '-'}: "
+                  f"{len(run.items)} items")
+            print(format_estimate(estimate(run, load_prices())))
+            return 0
         _official_or_refuse(args, config)
         print(f"run {config.run_id}: {manifest.name} {manifest.version}, model {config.model}, "
               f"judge {config.judge or '-'}, pool {run.pool.label}\nfolder {run.folder}", flush=True)
@@ -374,6 +381,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="run model code even where the kernel offers no sandbox wall (recorded; unofficial)")
     run.add_argument("--outage-budget-s", type=positive_float, default=600.0,
                      help="retry a failing call for up to this many seconds of outage, then abort (default 600)")
+    run.add_argument("--estimate", action="store_true",
+                     help="print the run's most calls, tokens and cost, then stop before any request")
     run.add_argument("--idle-timeout-s", type=positive_float, default=60.0,
                      help="a streamed reply that sends nothing (not even a ping) this long is a stalled connection, "
                           "retried (default 60)")

@@ -9,6 +9,7 @@ import pandas as pd
 from pydantic import ValidationError
 
 from esac_kit.artefacts import REPORT_FILE
+from esac_kit.cost import usd
 from esac_kit.errors import ConfigError
 from esac_kit.records import Report
 from esac_kit.version import major_of
@@ -132,9 +133,11 @@ def leaderboard(reports_dir: Path, items_dir: Path | None = None) -> tuple[pd.Da
         rows.append({"suite": report.suite, "major": major_of(report.version), "version": report.version,
                      "model": report.model.name, "judge": report.judge.name if report.judge else "-",
                      "pool": report.pool.name, "official": report.official, "total": report.total,
-                     "max": report.max_total, "pass": report.passed, "run": report.run_id, "folder": str(folder)})
-    columns = ["suite", "major", "version", "model", "judge", "pool", "official", "total", "max", "pass", "run",
-               "folder"]
+                     "max": report.max_total, "pass": report.passed,
+                     "cost": usd(report.cost["total_usd"]) if report.cost else "unknown",
+                     "run": report.run_id, "folder": str(folder)})
+    columns = ["suite", "major", "version", "model", "judge", "pool", "official", "total", "max", "pass", "cost",
+               "run", "folder"]
     frame = pd.DataFrame(rows, columns=columns)
     frame = frame.sort_values(["suite", "major", "pool", "total"], ascending=[True, True, True, False],
                               ignore_index=True)

@@ -38,8 +38,8 @@ from esac_kit.version import Version
 VERSIONS_FILE = "versions.toml"
 PACKAGE = Path(__file__).resolve().parent
 # Modules no closure enters: the kit's version (a kit release is not a suite's), this file (a new algorithm is
-# re-recorded, not released) and the statistics reported beside a score, which never change it.
-OUTSIDE = frozenset({"esac_kit", "esac_kit.fingerprints", "esac_kit.statistics"})
+# re-recorded, not released) and the statistics and costs reported beside a score, which never change it.
+OUTSIDE = frozenset({"esac_kit", "esac_kit.fingerprints", "esac_kit.statistics", "esac_kit.cost"})
 # The random stream draws instances and decides no score: its changes are content, and the instances digest shows them.
 CONTENT_ONLY = frozenset({"esac_kit.rng"})
 

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from esac_kit.chat import estimate_tokens
 from esac_kit.errors import ConfigError
 from esac_kit.rng import ItemRng
 from esac_kit.schemas import Generated, Instance, ItemSpec
@@ -43,6 +44,25 @@ class VerifyOutcome:
     summary: str
     failed: list[str]
     method: str = ""  # how the items were exercised, printed before the table
+
+
+@dataclass(frozen=True)
+class CallBound:
+    """Upper bounds of the calls one item makes in a run, for `esac-kit run --estimate`."""
+
+    role: str  # model | judge
+    calls: int
+    tokens_in: int
+    tokens_out: int
+
+
+@dataclass(frozen=True)
+class RunBudgets:
+    """The budgets an item's calls are bounded by: output per answer (per turn for AG), judge output, episodes."""
+
+    output_tokens: int
+    judge_max_tokens: int
+    episode_tokens: int | None = None
 
 
 class Kind:
@@ -84,6 +104,11 @@ class Kind:
                  task: object | None = None) -> Generated:
         """The prompt, key and reference of one instance; `held_out()` reads the private pack's item when needed."""
         return draw_in_band(item, rng)
+
+    def call_bounds(self, item: ItemSpec, instance: Instance, budgets: RunBudgets) -> list[CallBound]:
+        """The most calls and tokens this item can cost: one answer per model replicate, each within its budget."""
+        n = self.model_replicates
+        return [CallBound("model", n, n * estimate_tokens(instance.prompt), n * budgets.output_tokens)]
 
     def key_protocol(self, instance: Instance) -> object:
         """The part of an instance's key that decides how it is scored (not what the answer is): scoring material."""

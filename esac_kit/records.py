@@ -359,6 +359,7 @@ class Report(BaseModel):
     model_outcomes: dict[str, int]
     retries: dict[str, int]
     tokens: dict[str, int]
+    cost: dict[str, Any] | None = None  # USD of model, judge and total (None: a price unknown), prices' date
     capability: float | None = None  # ESAC-AG: the categories' points; total = capability + modifier
     max_capability: float | None = None
     modifier: float | None = None

@@ -7,6 +7,7 @@ from collections import Counter, defaultdict
 from datetime import datetime, timezone
 
 from esac_kit import __version__
+from esac_kit.cost import cost_summary, load_prices, run_cost
 from esac_kit.kinds import kind_of, plan
 # The report's models live with every other record in esac_kit.records; ag.kind imports them from here.
 from esac_kit.records import CategoryScore, ItemScore, Observation, Party, Report, RunConfig
@@ -81,7 +82,7 @@ def build_report(suite: Suite, config: RunConfig, observations: list[Observation
         categories=[CategoryScore(id=c.id, points=round(c.points, 9), max_points=c.max_points, passed=c.passed)
                     for c in result.categories],
         items=items, model_outcomes=dict(Counter(o.outcome for o in answers.values())), retries=dict(retries),
-        tokens=tokens)
+        tokens=tokens, cost=run_cost(config.model, config.judge, ordered, load_prices()))
     for kind in dict.fromkeys(kind_of(i) for i in planned_items):
         report = kind.report_extras(report, suite, [i for i in planned_items if kind_of(i) is kind], by_item)
     report = add_uncertainty(report, suite, ordered)
@@ -187,5 +188,6 @@ def format_report(report: Report) -> str:
                      f"{_uncertainty(report.total_ci_exact, report.total_label)}{reasons}")
     lines.append(f"  model outcomes: {report.model_outcomes}; retries: {report.retries or 'none'}; "
                  f"tokens: {report.tokens}")
+    lines.append(f"  {cost_summary(report.cost)}")
     lines.append(f"  {LEGEND}")
     return "\n".join(lines)

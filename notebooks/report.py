@@ -12,6 +12,7 @@ with app.setup:
     from esac_kit import report_tables, variance, watch
     from esac_kit.charts import category_chart, item_chart
     from esac_kit.compare import load_report
+    from esac_kit.cost import cost_summary
     from esac_kit.statistics import LEGEND
 
     alt.data_transformers.disable_max_rows()
@@ -106,7 +107,8 @@ def _(frame, report):
     mo.vstack([
         mo.md(f"## Failures and retries\n\nModel outcomes (one per answer): {_outcomes}. "
               f"Retries of infrastructure failures: {_retries}. Tokens: "
-              + ", ".join(f"{k} {v}" for k, v in report.tokens.items()) + "."),
+              + ", ".join(f"{k} {v}" for k, v in report.tokens.items()) + ". "
+              + cost_summary(report.cost).replace("cost:", "Cost:") + "."),
         mo.md("Every observation was a plain answer on its first attempt.") if _failures.empty else _failures,
     ])
     return

@@ -238,3 +238,52 @@ def test_a_streamed_anthropic_tool_call_and_thinking_assemble_like_the_whole_mes
         assert code == 0 and all(b.get("stream") for b in seen) and server.rejected == []
     whole, streamed = (load_report(run_folder_of(tmp_path / n)) for n in ("whole", "streamed"))
     assert whole["efficiency"] == streamed["efficiency"] and streamed["efficiency"][0]["success"]
+
+
+# ---------------------------------------------------------------- cost
+
+
+def test_every_report_carries_its_cost_from_the_dated_price_table_and_unknown_is_never_zero(tmp_path):
+    with LoopbackServer(reference_answers()) as server:
+        assert esac_run("--model", f"openai:gpt-4.1@{server.url}", "--judge", f"anthropic:claude-haiku-4-5@{server.url}",
+                        "--no-cache", "--reports", str(tmp_path / "known"), "--only", *GI_ITEMS) == 0
+        assert esac_run("--model", f"openai:mystery@{server.url}", "--judge", f"openai:j@{server.url}",
+                        "--no-cache", "--reports", str(tmp_path / "unknown"), "--only", *GI_ITEMS) == 0
+    known = load_report(run_folder_of(tmp_path / "known"))
+    tokens, cost = known["tokens"], known["cost"]
+    assert cost["model_usd"] == pytest.approx((tokens["model_in"] * 2.00 + tokens["model_out"] * 8.00) / 1e6, abs=1e-6)
+    assert cost["judge_usd"] == pytest.approx((tokens["judge_in"] * 1.00 + tokens["judge_out"] * 5.00) / 1e6, abs=1e-6)
+    assert cost["total_usd"] == pytest.approx(cost["model_usd"] + cost["judge_usd"], abs=1e-6)
+    assert cost["prices_dated"] and cost["batch"] is False
+    unknown = load_report(run_folder_of(tmp_path / "unknown"))
+    assert unknown["cost"]["model_usd"] is None and unknown["cost"]["total_usd"] is None
+    board = esac("leaderboard", str(tmp_path))
+    assert board.returncode == 0 and "unknown" in board.stdout and "$0.0" in board.stdout
+
+
+def test_a_user_price_file_overrides_the_shipped_table(tmp_path, monkeypatch):
+    prices = tmp_path / "prices.toml"
+    prices.write_text('dated = "2026-12-01"\nsource = "test"\nbatch_discount = 0.5\n'
+                      '[openai]\n"mystery" = { input = 1000.0, output = 1000.0 }\n')
+    monkeypatch.setenv("ESAC_PRICES", str(prices))
+    with LoopbackServer(reference_answers()) as server:
+        assert esac_run("--model", f"openai:mystery@{server.url}", "--no-cache", "--reports", str(tmp_path / "r"),
+                        "--only", "quant-tank-mixing") == 0
+    report = load_report(run_folder_of(tmp_path / "r"))
+    assert report["cost"]["prices_dated"] == "2026-12-01"
+    assert report["cost"]["model_usd"] == pytest.approx(
+        (report["tokens"]["model_in"] + report["tokens"]["model_out"]) * 1000 / 1e6)
+    prices.write_text("dated = 3")
+    assert_one_line_exit_2(esac("run", "--model", "openai:gpt-4.1", "--estimate"), "not a valid price table")
+
+
+def test_estimate_prints_calls_tokens_and_cost_before_any_request(tmp_path):
+    with LoopbackServer(reference_answers()) as server:
+        done = esac("run", "--model", f"openai:gpt-4.1@{server.url}", "--judge", f"openai:gpt-4.1@{server.url}",
+                    "--estimate", "--reports", str(tmp_path))
+        assert server.requests == 0
+    assert done.returncode == 0, done.stderr
+    assert "model  calls    43" in done.stdout and "judge  calls    28" in done.stdout
+    assert "cost ≤ $" in done.stdout and not list(tmp_path.iterdir())  # nothing written
+    ag = esac("run", "--suite", "ag", "--model", "anthropic:mystery", "--estimate")
+    assert ag.returncode == 0 and "cost unknown (no price listed)" in ag.stdout

@@ -52,6 +52,13 @@ class Agentic(Kind):
     def key_protocol(self, instance):
         return {"tools": instance.key.tools, "checks": len(instance.key.checks)}
 
+    def call_bounds(self, item, instance, budgets):
+        from esac_kit.kinds import CallBound
+
+        # An episode ends at its step budget or its token budget (input and output together), whichever is first
+        episode = budgets.episode_tokens or 10**9
+        return [CallBound("model", item.step_budget, episode, min(episode, item.step_budget * budgets.output_tokens))]
+
     def instance_bytes(self, instance, task):
         return task_digest([task]).encode()  # the whole task: prompt, tools, checks, environment and scripts
 

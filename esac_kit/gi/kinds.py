@@ -139,6 +139,17 @@ class Judged(Kind):
     def key_protocol(self, instance):
         return {"kind": "judge"}
 
+    def call_bounds(self, item, instance, budgets):
+        from esac_kit.chat import estimate_tokens
+        from esac_kit.gi.judge import judge_request
+        from esac_kit.kinds import CallBound
+
+        answers = super().call_bounds(item, instance, budgets)
+        n = self.model_replicates * self.judge_replicates
+        template = judge_request(item.rubric, instance.prompt, "", item.id, 0, 0.0, budgets.judge_max_tokens)
+        quoted = estimate_tokens((template.system or "") + template.messages[0]["content"]) + budgets.output_tokens
+        return answers + [CallBound("judge", n, n * quoted, n * budgets.judge_max_tokens)]
+
     def check_rubrics(self, suite, items, judge, pack, policy, say):
         from esac_kit.gi.rubric_check import check_rubrics
 
