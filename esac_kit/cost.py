@@ -47,6 +47,7 @@ class PriceTable(BaseModel):
             return next(iter(self.local.values()), None)
         provider, _, rest = model.partition(":")
         name = rest.partition("@")[0]
+        provider = "openai" if provider == "openai-responses" else provider  # one price, either OpenAI API
         listed = getattr(self, provider, None) if provider in ("openai", "anthropic") else None
         matches = [prefix for prefix in (listed or {}) if name.startswith(prefix)]
         return listed[max(matches, key=len)] if matches else None

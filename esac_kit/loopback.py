@@ -87,6 +87,7 @@ class LoopbackServer:
         self.faults: Counter = Counter()
         self.paths: Counter = Counter()
         self.rejected: list[dict] = []  # the 400 bodies sent for requests that broke an API rule
+        self.issued: dict[str, str | None] = {}  # Responses API: function_call item id -> its reasoning item's id
         self._attempts: Counter = Counter()
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -148,6 +149,8 @@ class LoopbackServer:
                     with server._lock:
                         server.rejected.append(broken)
                     return self._send(400, broken)
+                if self.path.endswith("/responses"):
+                    return self._responses(body, stall_mid)
                 reply = server.answer(body)
                 reply = {"text": reply} if isinstance(reply, str) else reply
                 anthropic = self.path.endswith("/messages")
@@ -156,6 +159,22 @@ class LoopbackServer:
                     return self._send(200, whole)
                 events = _anthropic_events(whole) if anthropic else _openai_events(whole, body)
                 self._stream(events, 2 if stall_mid else None)
+
+            def _responses(self, body: dict[str, Any], stall_mid: bool) -> None:
+                """The Responses API: its rules on tool-loop items, then the answer as output items."""
+                with server._lock:
+                    broken = _responses_rule_broken(body, server.issued)
+                    if broken:
+                        server.rejected.append(broken)
+                if broken:
+                    return self._send(400, broken)
+                reply = server.answer(responses_as_chat(body))
+                reply = {"text": reply} if isinstance(reply, str) else reply
+                with server._lock:
+                    whole = _responses_body(body, reply, server.issued)
+                if not body.get("stream"):
+                    return self._send(200, whole)
+                self._stream(_responses_events(whole), 2 if stall_mid else None)
 
             def _stream(self, events: list[str], stall_after: int | None) -> None:
                 """Server-sent events, then close; `stall_after` events in, the stream goes silent instead."""
@@ -364,6 +383,95 @@ def _anthropic_events(whole: dict[str, Any]) -> list[str]:
     events.append(_sse({"type": "message_delta", "delta": {"stop_reason": whole["stop_reason"]},
                         "usage": {"output_tokens": usage["output_tokens"]}}, "message_delta"))
     events.append(_sse({"type": "message_stop"}, "message_stop"))
+    return events
+
+
+# ---------------------------------------------------------------- the Responses API
+
+
+def responses_as_chat(body: dict[str, Any]) -> dict[str, Any]:
+    """A Responses request as the chat-shaped view the answer functions read (messages, a verdict schema)."""
+    messages = []
+    for item in body.get("input", []):
+        if item.get("type") == "function_call":
+            messages.append({"role": "assistant", "content": "", "tool_calls": [item]})
+        elif item.get("type") == "function_call_output":
+            messages.append({"role": "tool", "tool_call_id": item["call_id"], "content": item["output"]})
+        elif "role" in item:
+            messages.append({"role": item["role"], "content": item.get("content", "")})
+    view = {"model": body.get("model"), "messages": messages, "tools": body.get("tools")}
+    schema = ((body.get("text") or {}).get("format") or {}).get("schema")
+    if schema is not None:
+        view["response_format"] = {"type": "json_schema", "json_schema": {"name": "verdict", "schema": schema}}
+    return view
+
+
+def _responses_rule_broken(body: dict[str, Any], issued: dict[str, str | None]) -> dict[str, Any] | None:
+    for unknown in ("max_tokens", "max_completion_tokens", "messages", "reasoning_effort"):
+        if unknown in body:
+            return _openai_error(f"Unsupported parameter: '{unknown}'.", unknown, "unsupported_parameter")
+    if OPENAI_REASONING.match(str(body.get("model", ""))) and "temperature" in body:
+        return _openai_error("Unsupported parameter: 'temperature' is not supported with this model.",
+                             "temperature", "unsupported_parameter")
+    fmt = (body.get("text") or {}).get("format") or {}
+    if fmt.get("strict"):
+        error = _strict_schema_error(fmt.get("schema"))
+        if error:
+            return _openai_error(f"Invalid schema for response_format '{fmt.get('name')}': {error}", "text.format.schema",
+                                 "invalid_json_schema")
+    seen_reasoning, calls = set(), set()
+    for item in body.get("input", []):
+        kind = item.get("type")
+        if kind == "reasoning":
+            seen_reasoning.add(item.get("id"))
+        elif kind == "function_call":
+            needed = issued.get(item.get("id"))
+            if needed and needed not in seen_reasoning:
+                return _openai_error(f"Item '{item.get('id')}' of type 'function_call' was provided without its "
+                                     f"required 'reasoning' item: '{needed}'.", "input", None)
+            calls.add(item.get("call_id"))
+        elif kind == "function_call_output" and item.get("call_id") not in calls:
+            return _openai_error(f"No tool call found for function call output with call_id {item.get('call_id')}.",
+                                 "input", None)
+    return None
+
+
+def _responses_body(body: dict[str, Any], reply: dict[str, Any], issued: dict[str, str | None]) -> dict[str, Any]:
+    text = reply.get("text", "")
+    tokens_in, tokens_out = _usage(responses_as_chat(body), reply)
+    turn = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:12]
+    reasoning_model = bool(OPENAI_REASONING.match(str(body.get("model", ""))))
+    output: list[dict[str, Any]] = []
+    reasoning_id = None
+    if reasoning_model:
+        reasoning_id = f"rs_{turn}"
+        output.append({"type": "reasoning", "id": reasoning_id, "summary": [
+            {"type": "summary_text", "text": reply.get("thinking", "Working out the next step.")}],
+            "encrypted_content": f"enc-{turn}"})
+    if text:
+        output.append({"type": "message", "id": f"msg_{turn}", "role": "assistant", "status": "completed",
+                       "content": [{"type": "output_text", "text": text, "annotations": []}]})
+    for n, call in enumerate(reply.get("tool_calls") or []):
+        item_id = f"fc_{turn}_{n}"
+        issued[item_id] = reasoning_id
+        output.append({"type": "function_call", "id": item_id, "call_id": call.get("id", f"call_{turn}_{n}"),
+                       "name": call["name"], "arguments": json.dumps(call.get("arguments", {})), "status": "completed"})
+    reasoning = reply.get("reasoning_tokens", 100) if reasoning_model else 0
+    return {"id": f"resp_{turn}", "object": "response", "model": body.get("model"), "status": "completed",
+            "output": output, "usage": {"input_tokens": tokens_in, "input_tokens_details": {"cached_tokens": 0},
+                                        "output_tokens": tokens_out + reasoning,
+                                        "output_tokens_details": {"reasoning_tokens": reasoning}}}
+
+
+def _responses_events(whole: dict[str, Any]) -> list[str]:
+    """A response as the Responses API streams it: created, text deltas, completed with the whole response."""
+    created = whole | {"status": "in_progress", "output": []}
+    events = [_sse({"type": "response.created", "response": created}, "response.created")]
+    for item in whole["output"]:
+        for part in item.get("content", []) if item["type"] == "message" else []:
+            events += [_sse({"type": "response.output_text.delta", "delta": p}, "response.output_text.delta")
+                       for p in _pieces(part["text"])]
+    events.append(_sse({"type": "response.completed", "response": whole}, "response.completed"))
     return events
 
 

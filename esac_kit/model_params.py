@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from esac_kit.chat import ModelRef
 from esac_kit.errors import ConfigError
 
+OPENAI_PROTOCOLS = ("openai", "openai-responses")  # Chat Completions and the Responses API
 ANTHROPIC_MIN_THINKING = 1024  # the Messages API's smallest `budget_tokens`
 
 # OpenAI models that reason before answering: they take `reasoning_effort` and only the default temperature
@@ -72,7 +73,7 @@ def openai_reasoning(ref: ModelRef, params: ModelParams) -> bool:
     """Whether an OpenAI-protocol model reasons (takes reasoning_effort and only the default temperature)."""
     if params.reasoning is not None:
         return params.reasoning
-    return ref.provider == "openai" and bool(_OPENAI_REASONING.match(ref.model))
+    return ref.provider in OPENAI_PROTOCOLS and bool(_OPENAI_REASONING.match(ref.model))
 
 
 def check_model_params(ref: ModelRef, params: ModelParams, temperature: float, output_budget: int) -> None:
@@ -92,7 +93,7 @@ def check_model_params(ref: ModelRef, params: ModelParams, temperature: float, o
             raise ConfigError(f"-M top_p={params.top_p:g}: with extended thinking Anthropic takes top_p from 0.95 to 1")
     if params.reasoning_effort is not None and anthropic:
         raise ConfigError(f"-M reasoning_effort is OpenAI's; {ref.name} takes -M thinking_budget instead")
-    if ref.provider in ("openai", "local") and openai_reasoning(ref, params):
+    if ref.provider in (*OPENAI_PROTOCOLS, "local") and openai_reasoning(ref, params):
         if params.top_p is not None:
             raise ConfigError(f"-M top_p: {ref.model} is a reasoning model, which takes no top_p")
         if temperature != 1.0:
@@ -105,4 +106,4 @@ def check_model_params(ref: ModelRef, params: ModelParams, temperature: float, o
 
 def sent_temperature(ref: ModelRef, params: ModelParams, temperature: float) -> float | None:
     """The temperature the model's requests carry: none for reasoning models (the API's default 1 applies)."""
-    return None if ref.provider in ("openai", "local") and openai_reasoning(ref, params) else temperature
+    return None if ref.provider in (*OPENAI_PROTOCOLS, "local") and openai_reasoning(ref, params) else temperature

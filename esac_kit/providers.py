@@ -24,12 +24,13 @@ from esac_kit.chat import ChatRequest, ModelRef, ModelReply, ToolCall, classify_
 from esac_kit.errors import ConfigError
 from esac_kit.model_params import ModelParams, openai_reasoning
 from esac_kit.outcomes import TransientFailure
-from esac_kit.streaming import AnthropicStream, OpenAIStream, read_stream
+from esac_kit.streaming import AnthropicStream, OpenAIStream, ResponsesStream, read_stream
 
 RETRYABLE_STATUS = {408, 409, 429}
 CONFIG_STATUS = {400, 401, 403, 404}
-KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
-DEFAULT_URL = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com/v1"}
+KEY_ENV = {"openai": "OPENAI_API_KEY", "openai-responses": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+DEFAULT_URL = {"openai": "https://api.openai.com/v1", "openai-responses": "https://api.openai.com/v1",
+               "anthropic": "https://api.anthropic.com/v1"}
 ANTHROPIC_VERSION = "2023-06-01"
 IDLE_TIMEOUT_S = 60.0  # a stream that sends no byte (not even a ping) this long is stalled: retried
 VERDICT_TOOL = "verdict"  # the judge's forced tool on Anthropic: its input schema is the verdict schema
@@ -72,7 +73,8 @@ def parse_model(text: str) -> ModelRef:
         return ModelRef(provider, rest)
     if not sep or provider not in KEY_ENV or not rest:
         served = "".join(f", {prefix}:NAME ({models.description}s)" for prefix, models in SERVED.items())
-        raise ConfigError(f"unknown model '{text}': use local, openai:MODEL, anthropic:MODEL (or add @BASE_URL), "
+        raise ConfigError(f"unknown model '{text}': use local, openai:MODEL, openai-responses:MODEL, anthropic:MODEL "
+                          f"(or add @BASE_URL), "
                           f"files:DIR, human, replay:FILE.jsonl{served}")
     model, _, base_url = rest.partition("@")
     if not model:
@@ -121,7 +123,9 @@ class Provider:
     @property
     def streaming(self) -> bool:
         """Stream (SSE) unless -M stream=false; the embedded server answers whole."""
-        return self.params.stream if self.params.stream is not None else self.ref.provider in ("openai", "anthropic")
+        if self.params.stream is not None:
+            return self.params.stream
+        return self.ref.provider in ("openai", "openai-responses", "anthropic")
 
     def stream_payload(self, payload: dict[str, Any]) -> dict[str, Any]:
         """The payload with streaming asked for (OpenAI also needs to be asked for the usage)."""
@@ -336,6 +340,81 @@ class AnthropicMessages(Provider):
         return [{"role": "assistant", "content": content}, {"role": "user", "content": outcomes}]
 
 
+class OpenAIResponses(Provider):
+    """OpenAI's Responses API: native function tools, and reasoning items carried across the turns of an episode
+    (stateless: `store` is off, so each turn sends the reasoning items back, with their encrypted content)."""
+
+    stream_assembler = ResponsesStream
+
+    @property
+    def endpoint(self) -> str:
+        return f"{self.base_url}/responses"
+
+    async def chat(self, request: ChatRequest, timeout_s: float, time_budget_s: float | None = None) -> ModelReply:
+        payload: dict[str, Any] = {"model": self.ref.model, "input": [_responses_item(m) for m in request.messages],
+                                   "max_output_tokens": request.max_tokens, "store": False}
+        reasoning = openai_reasoning(self.ref, self.params)
+        if reasoning:
+            payload["include"] = ["reasoning.encrypted_content"]
+            if self.params.reasoning_effort:
+                payload["reasoning"] = {"effort": self.params.reasoning_effort}
+        else:
+            payload["temperature"] = request.temperature
+        payload |= {k: v for k, v in (("top_p", self.params.top_p),) if v is not None}
+        if request.system:
+            payload["instructions"] = request.system
+        if request.tools:
+            payload["tools"] = [_responses_tool(t) for t in request.tools]
+        if request.json_schema is not None:
+            payload["text"] = {"format": {"type": "json_schema", "name": "verdict", "strict": True,
+                                          "schema": request.json_schema}}
+        payload.update(request.extra)
+        headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+        started = time.monotonic()
+        body = await self._send(payload, headers, timeout_s, time_budget_s)
+        latency = time.monotonic() - started
+        try:
+            output = body["output"]
+            text = utf8_safe("".join(part.get("text", "") for item in output if item.get("type") == "message"
+                                     for part in item.get("content", []) if part.get("type") == "output_text"))
+            refused = any(part.get("type") == "refusal" for item in output if item.get("type") == "message"
+                          for part in item.get("content", []))
+            calls = tuple(ToolCall(item["call_id"], utf8_safe(item["name"]), utf8_safe(item.get("arguments") or "{}"))
+                          for item in output if item.get("type") == "function_call")
+            usage = body.get("usage") or {}
+            incomplete = (body.get("incomplete_details") or {}).get("reason")
+            finish = "length" if incomplete == "max_output_tokens" else incomplete or body.get("status")
+            summary = "".join(part.get("text", "") for item in output if item.get("type") == "reasoning"
+                              for part in item.get("summary", []))
+            return ModelReply(text, classify_outcome(text, finish, refused, latency, time_budget_s, bool(calls)),
+                              int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0), latency,
+                              finish, calls, _reported(usage, "input_tokens", "output_tokens"),
+                              reasoning_tokens=int((usage.get("output_tokens_details") or {}).get("reasoning_tokens")
+                                                   or 0),
+                              cache_read_tokens=int((usage.get("input_tokens_details") or {}).get("cached_tokens")
+                                                    or 0),
+                              thinking=utf8_safe(summary), raw_turn=tuple(output))
+        except (KeyError, TypeError, AttributeError) as error:
+            raise TransientFailure("malformed_body", self.endpoint, detail=f"missing {error}") from None
+
+    def tool_turn(self, reply: ModelReply, results: list[tuple[ToolCall, str, bool]]) -> list[dict[str, Any]]:
+        # The output items go back as they came (reasoning items first), then one output per call
+        return [*reply.raw_turn, *({"type": "function_call_output", "call_id": call.id, "output": text}
+                                   for call, text, _ in results)]
+
+
+def _responses_item(message: dict[str, Any]) -> dict[str, Any]:
+    """A conversation entry as a Responses input item: chat messages keep their role, items pass as they are."""
+    return message if "type" in message else {"role": message["role"], "content": message["content"]}
+
+
+def _responses_tool(tool: dict[str, Any]) -> dict[str, Any]:
+    """An OpenAI Chat function tool in the Responses API's flat shape."""
+    function = tool.get("function", tool)
+    return {"type": "function", "name": function["name"], "description": function.get("description", ""),
+            "parameters": function.get("parameters", {"type": "object", "properties": {}})}
+
+
 def _input(arguments: str) -> dict[str, Any]:
     """A tool call's arguments as the object Anthropic echoes back (they arrived as one)."""
     try:
@@ -361,6 +440,8 @@ def make_provider(ref: ModelRef, client: httpx.AsyncClient, base_url: str | None
         return ANSWERERS[ref.provider](ref, wait_for_time_budget)
     if ref.provider == "anthropic":
         return AnthropicMessages(ref, client, base_url, params=params, idle_timeout_s=idle_timeout_s)
+    if ref.provider == "openai-responses":
+        return OpenAIResponses(ref, client, base_url, params=params, idle_timeout_s=idle_timeout_s)
     return OpenAIChat(ref, client, base_url, params=params, idle_timeout_s=idle_timeout_s)
 
 

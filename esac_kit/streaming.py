@@ -141,6 +141,33 @@ class AnthropicStream:
         return {"content": blocks, "stop_reason": self.stop, "usage": self.usage}
 
 
+class ResponsesStream:
+    """Responses API events: deltas keep the connection alive, the terminal event carries the whole response."""
+
+    def __init__(self, endpoint: str):
+        self.endpoint = endpoint
+        self.text: list[str] = []
+        self.response: dict[str, Any] | None = None
+        self.done = False
+
+    def feed(self, event: str | None, data: str) -> None:
+        message = _load(self.endpoint, data)
+        kind = message.get("type", event)
+        if kind == "response.output_text.delta":
+            self.text.append(message.get("delta", ""))
+        elif kind in ("response.completed", "response.incomplete"):
+            self.response, self.done = message["response"], True
+        elif kind in ("response.failed", "error"):
+            raise TransientFailure("http_status", self.endpoint, detail=f"stream event {kind}")
+
+    def body(self) -> dict[str, Any]:
+        if self.response is not None:
+            return self.response
+        # Cut by the time budget: the text so far
+        return {"output": [{"type": "message", "content": [{"type": "output_text", "text": "".join(self.text)}]}],
+                "status": "incomplete", "usage": {}}
+
+
 async def read_stream(response, assembler, started: float, time_budget_s: float | None) -> dict[str, Any]:
     """Feed a response's events to an assembler until the stream ends or the model's time budget is spent."""
     async for event, data in sse_events(response.aiter_lines()):

@@ -287,3 +287,41 @@ def test_estimate_prints_calls_tokens_and_cost_before_any_request(tmp_path):
     assert "cost ≤ $" in done.stdout and not list(tmp_path.iterdir())  # nothing written
     ag = esac("run", "--suite", "ag", "--model", "anthropic:mystery", "--estimate")
     assert ag.returncode == 0 and "cost unknown (no price listed)" in ag.stdout
+
+
+# ---------------------------------------------------------------- the Responses API
+
+
+def test_gi_and_ag_runs_complete_through_the_responses_api_with_reasoning_items_carried_across_turns(tmp_path):
+    seen = []
+    task, answer = thinking_tool_loop(seen)
+    gi = recording(reference_answers(), seen)
+    with LoopbackServer(lambda body: answer(body) if body["tools"] else gi(body)) as server:
+        assert esac_run("--model", f"openai-responses:o3@{server.url}", "-M", "reasoning_effort=medium",
+                        "--judge", f"openai-responses:gpt-4.1@{server.url}", "--no-cache", "--reports",
+                        str(tmp_path / "gi"), "--only", *GI_ITEMS) == 0
+        assert esac_run("--suite", "ag", "--model", f"openai-responses:o3@{server.url}", "--no-cache",
+                        "--reports", str(tmp_path / "ag"), "--only", "tools-order-fulfilment") == 0
+        assert server.rejected == [] and server.paths["/v1/responses"] > 0
+    gi_report, ag_report = (load_report(run_folder_of(tmp_path / n)) for n in ("gi", "ag"))
+    assert [i["score"] for i in gi_report["items"]] == [1.0, 1.0]
+    assert gi_report["tokens"]["model_reasoning"] > 0 and ag_report["tokens"]["model_reasoning"] > 0
+    assert ag_report["efficiency"][0]["success"]
+
+
+def test_the_emulated_responses_api_refuses_a_function_call_without_its_reasoning_item():
+    with LoopbackServer(lambda body: {"text": "", "tool_calls": [{"id": "c1", "name": "look", "arguments": {}}]}) as server:
+        url = f"{server.url}/responses"
+        first = httpx.post(url, json={"model": "o3", "input": [{"role": "user", "content": "go"}],
+                                      "max_output_tokens": 100, "store": False}).json()
+        reasoning, call = first["output"]
+        assert reasoning["type"] == "reasoning" and call["type"] == "function_call"
+        output = {"type": "function_call_output", "call_id": call["call_id"], "output": "ok"}
+        kept = httpx.post(url, json={"model": "o3", "input": [{"role": "user", "content": "go"}, reasoning, call,
+                                                               output], "max_output_tokens": 100})
+        assert kept.status_code == 200
+        dropped = httpx.post(url, json={"model": "o3", "input": [{"role": "user", "content": "go"}, call, output],
+                                        "max_output_tokens": 100})
+        assert dropped.status_code == 400 and "without its required 'reasoning' item" in dropped.json()["error"]["message"]
+        old = httpx.post(url, json={"model": "o3", "input": "go", "max_tokens": 100})
+        assert old.status_code == 400 and old.json()["error"]["param"] == "max_tokens"
