@@ -108,20 +108,20 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     policy = RetryPolicy(outage_budget_s=args.outage_budget_s, base_s=args.retry_base_s,
                          max_attempts=args.max_attempts, request_timeout_s=args.request_timeout_s,
-                         idle_timeout_s=args.idle_timeout_s)
+                         idle_timeout_s=args.idle_timeout_s, batch_poll_s=args.batch_poll_s)
     cache = ResponseCache(None if args.no_cache else (args.cache or default_cache_dir()))
     if args.resume:
         run = plan_resume(args.resume, args.heldout_seed_file, args.items)
-        if args.no_time_budget or args.unsafe_sandbox or args.model_param:
-            raise ConfigError("--no-time-budget, --unsafe-sandbox and -M are part of a run's definition: a resumed "
-                              "run keeps the ones it started with")
+        if args.no_time_budget or args.unsafe_sandbox or args.model_param or args.batch:
+            raise ConfigError("--no-time-budget, --unsafe-sandbox, -M and --batch are part of a run's definition: a "
+                              "resumed run keeps the ones it started with")
         _official_or_refuse(args, run.config)
         print(f"resuming {run.folder}", flush=True)
     else:
         run = plan_run(args.suite, _pool_name(args), args.model, args.judge, args.concurrency, args.temperature,
                        seed=args.seed, seed_file=args.heldout_seed_file, pack=args.pack, only=args.only,
                        reports_dir=args.reports, items_dir=args.items, time_budgets=not args.no_time_budget,
-                       unsafe_sandbox=args.unsafe_sandbox, model_params=args.model_param)
+                       unsafe_sandbox=args.unsafe_sandbox, model_params=args.model_param, batch=args.batch)
         config, manifest = run.config, run.suite.manifest
         if args.estimate:
             from esac_kit.cost import estimate, format_estimate, load_prices
@@ -381,6 +381,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="run model code even where the kernel offers no sandbox wall (recorded; unofficial)")
     run.add_argument("--outage-budget-s", type=positive_float, default=600.0,
                      help="retry a failing call for up to this many seconds of outage, then abort (default 600)")
+    run.add_argument("--batch", action="store_true",
+                     help="send answers and judgements through the provider's batch API (OpenAI Batch, Anthropic "
+                          "Message Batches) at its discount; AG episodes stay interactive")
+    run.add_argument("--batch-poll-s", type=positive_float, default=30.0, help="how often a batch is polled (30)")
     run.add_argument("--estimate", action="store_true",
                      help="print the run's most calls, tokens and cost, then stop before any request")
     run.add_argument("--idle-timeout-s", type=positive_float, default=60.0,

@@ -77,17 +77,20 @@ class LoopbackServer:
     """Serves /v1/chat/completions, /v1/messages and /v1/models on 127.0.0.1 on a free port."""
 
     def __init__(self, answer: Answer, fault: Fault | None = None, latency_s: float = 0.0, stall_s: float = 5.0,
-                 event_delay_s: float = 0.0):
+                 event_delay_s: float = 0.0, batch_s: float = 0.3, batch_errors: Callable[[str], bool] | None = None):
         self.answer = answer
         self.fault = fault
         self.latency_s = latency_s
         self.stall_s = stall_s
         self.event_delay_s = event_delay_s  # pause between streamed events: a slow model that is still writing
+        self.batch_s = batch_s  # how long a batch takes to end after it is created
+        self.batch_errors = batch_errors  # custom_id -> True: that request errors on its first batch (partial failure)
         self.requests = 0
         self.faults: Counter = Counter()
         self.paths: Counter = Counter()
         self.rejected: list[dict] = []  # the 400 bodies sent for requests that broke an API rule
         self.issued: dict[str, str | None] = {}  # Responses API: function_call item id -> its reasoning item's id
+        self.batches = BatchEmulator(self)  # OpenAI's Batch API and Anthropic's Message Batches API
         self._attempts: Counter = Counter()
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -118,11 +121,21 @@ class LoopbackServer:
                 pass
 
             def do_GET(self) -> None:
+                if "/batches/" in self.path or "/files/" in self.path:
+                    status, payload = server.batches.get(self.path, server.url)
+                    if isinstance(payload, str):
+                        return self._raw(status, payload.encode(), {"Content-Type": "application/jsonl"})
+                    return self._send(status, payload)
                 self._send(200, {"object": "list", "data": [{"id": "loopback"}]})
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
-                body = json.loads(self.rfile.read(length) or b"{}")
+                raw = self.rfile.read(length)
+                if self.path.endswith(("/files", "/batches")):
+                    status, payload = server.batches.post(self.path, raw, self.headers.get("content-type", ""),
+                                                          server.url)
+                    return self._send(status, payload)
+                body = json.loads(raw or b"{}")
                 # Attempts are counted per distinct request only when faults need them.
                 key = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest() if server.fault else ""
                 with server._lock:
@@ -224,8 +237,9 @@ class LoopbackServer:
                 self._raw(status, json.dumps(payload).encode(), headers)
 
             def _raw(self, status: int, data: bytes, headers: dict | None = None) -> None:
+                headers = dict(headers or {})
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", headers.pop("Content-Type", "application/json"))
                 self.send_header("Content-Length", str(len(data)))
                 for name, value in (headers or {}).items():
                     self.send_header(name, value)
@@ -525,3 +539,151 @@ def _anthropic_body(body: dict[str, Any], reply: dict[str, Any]) -> dict[str, An
     return {"id": "loopback", "type": "message", "role": "assistant", "model": body.get("model"),
             "content": content, "stop_reason": stop,
             "usage": {"input_tokens": tokens_in, "output_tokens": tokens_out}}
+
+
+# ---------------------------------------------------------------- the batch APIs
+
+
+class BatchEmulator:
+    """OpenAI's Batch API (upload a JSONL file, create a batch, poll, read the output and error files) and
+    Anthropic's Message Batches API (create from a request list, poll, read results_url), with their rules: unique
+    custom ids, one endpoint per OpenAI batch, no streaming inside a batch, Anthropic's custom_id pattern.
+    `submitted` counts every request ever submitted by custom id: a resumed run must not submit one twice."""
+
+    CUSTOM_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+
+    def __init__(self, server: "LoopbackServer"):
+        self.server = server
+        self.files: dict[str, str] = {}
+        self.batches: dict[str, dict[str, Any]] = {}
+        self.submitted: Counter = Counter()
+        self.polls = 0
+        self.lock = threading.Lock()
+
+    def post(self, path: str, raw: bytes, content_type: str, base: str) -> tuple[int, dict[str, Any]]:
+        with self.lock:
+            if path.endswith("/files"):
+                return self._upload(raw, content_type)
+            if path.endswith("/messages/batches"):
+                return self._create_anthropic(json.loads(raw or b"{}"))
+            return self._create_openai(json.loads(raw or b"{}"))
+
+    def _upload(self, raw: bytes, content_type: str) -> tuple[int, dict[str, Any]]:
+        from email import message_from_bytes
+        from email.policy import default
+
+        message = message_from_bytes(b"Content-Type: " + content_type.encode() + b"\r\n\r\n" + raw, policy=default)
+        fields = {part.get_param("name", header="content-disposition"): part.get_payload(decode=True)
+                  for part in message.iter_parts()}
+        if fields.get("purpose") != b"batch" or "file" not in fields:
+            return 400, _openai_error("'purpose' must be 'batch' and a 'file' is required", "purpose", None)
+        file_id = f"file-{len(self.files) + 1}"
+        self.files[file_id] = fields["file"].decode()
+        return 200, {"id": file_id, "object": "file", "bytes": len(fields["file"]), "purpose": "batch",
+                     "filename": "batch.jsonl", "created_at": int(time.time())}
+
+    def _create_openai(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        text = self.files.get(body.get("input_file_id", ""))
+        if text is None:
+            return 404, _openai_error("No such File object", "input_file_id", None)
+        if body.get("completion_window") != "24h" or body.get("endpoint") != "/v1/chat/completions":
+            return 400, _openai_error("completion_window must be 24h and endpoint a supported one", None, None)
+        lines = [json.loads(line) for line in text.splitlines() if line.strip()]
+        ids = [line.get("custom_id") for line in lines]
+        if len(set(ids)) != len(ids):
+            return 400, _openai_error("The custom_id values must be unique within a batch.", "custom_id", None)
+        for line in lines:
+            if line.get("method") != "POST" or line.get("url") != body["endpoint"] or line["body"].get("stream"):
+                return 400, _openai_error("Each line's method must be POST, its url the batch's endpoint, and "
+                                          "streaming is not allowed in a batch", None, None)
+        return 200, self._new("openai", [(line["custom_id"], "/chat/completions", line["body"]) for line in lines])
+
+    def _create_anthropic(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        requests = body.get("requests") or []
+        ids = [r.get("custom_id", "") for r in requests]
+        if not requests or len(set(ids)) != len(ids) or not all(self.CUSTOM_ID.match(i) for i in ids):
+            return 400, _anthropic_error("requests: custom_id values must be unique and match ^[a-zA-Z0-9_-]{1,64}$")
+        if any(r["params"].get("stream") for r in requests):
+            return 400, _anthropic_error("requests.params.stream: streaming is not supported in a batch")
+        return 200, self._new("anthropic", [(r["custom_id"], "/messages", r["params"]) for r in requests])
+
+    def _new(self, api: str, requests: list[tuple[str, str, dict]]) -> dict[str, Any]:
+        batch_id = ("batch_" if api == "openai" else "msgbatch_") + f"{len(self.batches) + 1:04d}"
+        self.submitted.update(custom for custom, _, _ in requests)
+        self.batches[batch_id] = {"api": api, "created": time.monotonic(), "requests": requests, "results": None}
+        return self._view(batch_id, "")
+
+    def _done(self, batch_id: str) -> bool:
+        batch = self.batches[batch_id]
+        return time.monotonic() - batch["created"] >= self.server.batch_s
+
+    def _results(self, batch_id: str) -> list[tuple[str, dict | None]]:
+        """Each request's answer body, or None when it errors (first batch of an id in `batch_errors`)."""
+        batch = self.batches[batch_id]
+        if batch["results"] is None:
+            out = []
+            for custom, path, params in batch["requests"]:
+                errors = self.server.batch_errors
+                if errors and errors(custom) and self.submitted[custom] == 1:
+                    out.append((custom, None))
+                    continue
+                broken = api_rule_broken(path, params)
+                if broken:
+                    out.append((custom, broken | {"status_code": 400}))
+                    continue
+                reply = self.server.answer(params)
+                reply = {"text": reply} if isinstance(reply, str) else reply
+                out.append((custom, _anthropic_body(params, reply) if path == "/messages"
+                            else _openai_body(params, reply)))
+            batch["results"] = out
+        return batch["results"]
+
+    def _view(self, batch_id: str, base: str) -> dict[str, Any]:
+        batch = self.batches[batch_id]
+        done = self._done(batch_id)
+        results = self._results(batch_id) if done else []
+        failed = sum(1 for _, body in results if body is None or "status_code" in body)
+        if batch["api"] == "anthropic":
+            return {"id": batch_id, "type": "message_batch", "processing_status": "ended" if done else "in_progress",
+                    "request_counts": {"processing": 0 if done else len(batch["requests"]),
+                                       "succeeded": len(results) - failed, "errored": failed, "canceled": 0,
+                                       "expired": 0},
+                    "results_url": f"{base}/messages/batches/{batch_id}/results" if done else None}
+        return {"id": batch_id, "object": "batch", "endpoint": "/v1/chat/completions", "completion_window": "24h",
+                "status": "completed" if done else "in_progress",
+                "output_file_id": f"{batch_id}-output" if done else None,
+                "error_file_id": f"{batch_id}-errors" if done and failed else None,
+                "request_counts": {"total": len(batch["requests"]), "completed": len(results) - failed,
+                                   "failed": failed}}
+
+    def get(self, path: str, base: str) -> tuple[int, dict[str, Any] | str]:
+        with self.lock:
+            self.polls += 1
+            parts = path.rstrip("/").split("/")
+            if "files" in parts:  # /v1/files/{batch}-output/content
+                batch_id, _, kind = parts[parts.index("files") + 1].rpartition("-")
+                if batch_id not in self.batches or not self._done(batch_id):
+                    return 404, _openai_error("No such File object", None, None)
+                rows = []
+                for custom, body in self._results(batch_id):
+                    ok = body is not None and "status_code" not in body
+                    if ok != (kind == "output"):
+                        continue
+                    response = ({"status_code": 200, "request_id": custom, "body": body} if ok else
+                                {"status_code": (body or {}).get("status_code", 500), "body": body})
+                    rows.append({"id": f"req_{custom}", "custom_id": custom, "response": response,
+                                 "error": None if ok else {"code": "server_error", "message": "injected batch error"}})
+                return 200, "".join(json.dumps(r) + "\n" for r in rows)
+            if parts[-1] == "results":
+                batch_id = parts[-2]
+                if batch_id not in self.batches or not self._done(batch_id):
+                    return 404, _anthropic_error("results are not ready")
+                rows = [{"custom_id": custom, "result": {"type": "succeeded", "message": body}
+                         if body is not None and "status_code" not in body else
+                         {"type": "errored", "error": {"type": "error", "error": {"type": "api_error"}}}}
+                        for custom, body in self._results(batch_id)]
+                return 200, "".join(json.dumps(r) + "\n" for r in rows)
+            batch_id = parts[-1]
+            if batch_id not in self.batches:
+                return 404, _openai_error("No such batch", None, None)
+            return 200, self._view(batch_id, base)

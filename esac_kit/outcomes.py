@@ -4,6 +4,7 @@ retried), how an AG episode ended, and the infrastructure failures that are retr
 from __future__ import annotations
 
 from dataclasses import dataclass
+from contextvars import ContextVar
 from typing import Literal
 
 # One reply's outcome: the model's own, scored by the task (amendment 001 §8).
@@ -31,3 +32,17 @@ class TransientFailure(Exception):
     def __str__(self) -> str:
         status = f" HTTP {self.status}" if self.status else ""
         return f"{self.kind}{status} from {self.endpoint}" + (f": {self.detail}" if self.detail else "")
+
+
+# The deadline of an attempt made during an outage (esac_kit.runner.with_retries): it bounds the attempt in flight,
+# and a provider lifts it once the endpoint starts answering (a stream's first event): from then on the stream's
+# idle timeout guards it, and a slow but live answer is the model's time, not the outage's.
+IN_FLIGHT_DEADLINE: ContextVar = ContextVar("in_flight_deadline", default=None)
+OUTAGE_LEFT: ContextVar = ContextVar("outage_left", default=None)  # () -> seconds of outage budget left
+
+
+def endpoint_answering() -> None:
+    """Called by a provider when the endpoint has begun to answer: the outage deadline no longer applies."""
+    deadline = IN_FLIGHT_DEADLINE.get()
+    if deadline is not None:
+        deadline.reschedule(None)

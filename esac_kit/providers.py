@@ -23,7 +23,7 @@ from esac_kit.answerers import ANSWERERS
 from esac_kit.chat import ChatRequest, ModelRef, ModelReply, ToolCall, classify_outcome, utf8_safe
 from esac_kit.errors import ConfigError
 from esac_kit.model_params import ModelParams, openai_reasoning
-from esac_kit.outcomes import TransientFailure
+from esac_kit.outcomes import TransientFailure, endpoint_answering
 from esac_kit.streaming import AnthropicStream, OpenAIStream, ResponsesStream, read_stream
 
 RETRYABLE_STATUS = {408, 409, 429}
@@ -144,6 +144,7 @@ class Provider:
                     if response.status_code != 200 or "json" in response.headers.get("content-type", ""):
                         await response.aread()  # an error, or a server that answered whole: read it as one body
                         return self._body(response)
+                    endpoint_answering()  # a live stream: the idle timeout guards it from here
                     return await read_stream(response, self.stream_assembler(self.endpoint), started, time_budget_s)
         except TimeoutError:
             raise TransientFailure("timeout", self.endpoint, detail=f"no reply within {timeout_s:.0f} s") from None
@@ -184,6 +185,22 @@ class Provider:
 
     async def chat(self, request: ChatRequest, timeout_s: float, time_budget_s: float | None = None) -> ModelReply:
         """Send one request and return the model's reply, or raise TransientFailure / ConfigError."""
+        started = time.monotonic()
+        body = await self._send(self.payload(request), self.headers, timeout_s, time_budget_s)
+        return self.reply(request, body, time.monotonic() - started, time_budget_s)
+
+    def payload(self, request: ChatRequest) -> dict[str, Any]:
+        """The API's request body for one chat request (not streamed; `_send` adds streaming)."""
+        raise NotImplementedError
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """The API's authentication and version headers."""
+        raise NotImplementedError
+
+    def reply(self, request: ChatRequest, body: dict[str, Any], latency: float,
+              time_budget_s: float | None) -> ModelReply:
+        """The model's reply read from the API's response body (streamed bodies are assembled into the same)."""
         raise NotImplementedError
 
     def tool_turn(self, reply: ModelReply, results: list[tuple[ToolCall, str, bool]]) -> list[dict[str, Any]]:
@@ -221,7 +238,7 @@ class OpenAIChat(Provider):
         official = self.ref.base_url is None
         return "max_completion_tokens" if official or openai_reasoning(self.ref, self.params) else "max_tokens"
 
-    async def chat(self, request: ChatRequest, timeout_s: float, time_budget_s: float | None = None) -> ModelReply:
+    def payload(self, request: ChatRequest) -> dict[str, Any]:
         messages = list(request.messages)
         if request.system:
             messages.insert(0, {"role": "system", "content": request.system})
@@ -242,10 +259,14 @@ class OpenAIChat(Provider):
                                           {"type": "json_schema", "json_schema": {
                                               "name": "verdict", "strict": True, "schema": request.json_schema}})
         payload.update(request.extra)
-        headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
-        started = time.monotonic()
-        body = await self._send(payload, headers, timeout_s, time_budget_s)
-        latency = time.monotonic() - started
+        return payload
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+
+    def reply(self, request: ChatRequest, body: dict[str, Any], latency: float,
+              time_budget_s: float | None) -> ModelReply:
         try:
             choice = body["choices"][0]
             message = choice["message"]
@@ -282,7 +303,7 @@ class AnthropicMessages(Provider):
     def endpoint(self) -> str:
         return f"{self.base_url}/messages"
 
-    async def chat(self, request: ChatRequest, timeout_s: float, time_budget_s: float | None = None) -> ModelReply:
+    def payload(self, request: ChatRequest) -> dict[str, Any]:
         payload: dict[str, Any] = {"model": self.ref.model, "messages": list(request.messages),
                                    "max_tokens": request.max_tokens, "temperature": request.temperature}
         if request.system:
@@ -299,10 +320,14 @@ class AnthropicMessages(Provider):
                                  "input_schema": request.json_schema}]
             payload["tool_choice"] = {"type": "tool", "name": VERDICT_TOOL}
         payload.update(request.extra)
-        headers = {"x-api-key": self._api_key, "anthropic-version": ANTHROPIC_VERSION}
-        started = time.monotonic()
-        body = await self._send(payload, headers, timeout_s, time_budget_s)
-        latency = time.monotonic() - started
+        return payload
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"x-api-key": self._api_key, "anthropic-version": ANTHROPIC_VERSION}
+
+    def reply(self, request: ChatRequest, body: dict[str, Any], latency: float,
+              time_budget_s: float | None) -> ModelReply:
         try:
             blocks = body["content"]
             text = utf8_safe("".join(b.get("text", "") for b in blocks if b.get("type") == "text"))
@@ -350,7 +375,7 @@ class OpenAIResponses(Provider):
     def endpoint(self) -> str:
         return f"{self.base_url}/responses"
 
-    async def chat(self, request: ChatRequest, timeout_s: float, time_budget_s: float | None = None) -> ModelReply:
+    def payload(self, request: ChatRequest) -> dict[str, Any]:
         payload: dict[str, Any] = {"model": self.ref.model, "input": [_responses_item(m) for m in request.messages],
                                    "max_output_tokens": request.max_tokens, "store": False}
         reasoning = openai_reasoning(self.ref, self.params)
@@ -369,10 +394,14 @@ class OpenAIResponses(Provider):
             payload["text"] = {"format": {"type": "json_schema", "name": "verdict", "strict": True,
                                           "schema": request.json_schema}}
         payload.update(request.extra)
-        headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
-        started = time.monotonic()
-        body = await self._send(payload, headers, timeout_s, time_budget_s)
-        latency = time.monotonic() - started
+        return payload
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+
+    def reply(self, request: ChatRequest, body: dict[str, Any], latency: float,
+              time_budget_s: float | None) -> ModelReply:
         try:
             output = body["output"]
             text = utf8_safe("".join(part.get("text", "") for item in output if item.get("type") == "message"

@@ -153,6 +153,7 @@ class RunConfig(Versioned):
     unsafe_sandbox: bool = False  # True: --unsafe-sandbox let model code run without the kernel's wall (unofficial)
     model_params: dict[str, Any] = {}  # -M parameters of the evaluated model (esac_kit.model_params)
     sends_temperature: bool = True  # False for reasoning models, which take only the API's default temperature
+    batch: bool = False  # --batch: single answers and judgements went through the providers' batch APIs
     notes: list[str]
     kit_version: str
     created_at: str

@@ -72,7 +72,7 @@ def build_report(suite: Suite, config: RunConfig, observations: list[Observation
         fingerprints={"content": fingerprints.content, "scoring": fingerprints.scoring}, pool=config.pool,
         model=Party(name=config.model, parameters={
             "temperature": config.temperature if config.sends_temperature else None,
-            "max_tokens_cap": config.max_tokens_cap} | config.model_params
+            "max_tokens_cap": config.max_tokens_cap} | config.model_params | ({"batch": 1} if config.batch else {})
                     | ({"max_turns_cap": config.max_turns_cap} if config.max_turns_cap else {})),
         judge=judge, official=not notes, notes=notes, kit_version=__version__, tampered=broken is not None,
         journal_head=chained[-1].chain if chained else None,
@@ -82,7 +82,7 @@ def build_report(suite: Suite, config: RunConfig, observations: list[Observation
         categories=[CategoryScore(id=c.id, points=round(c.points, 9), max_points=c.max_points, passed=c.passed)
                     for c in result.categories],
         items=items, model_outcomes=dict(Counter(o.outcome for o in answers.values())), retries=dict(retries),
-        tokens=tokens, cost=run_cost(config.model, config.judge, ordered, load_prices()))
+        tokens=tokens, cost=run_cost(config.model, config.judge, ordered, load_prices(), config.batch))
     for kind in dict.fromkeys(kind_of(i) for i in planned_items):
         report = kind.report_extras(report, suite, [i for i in planned_items if kind_of(i) is kind], by_item)
     report = add_uncertainty(report, suite, ordered)

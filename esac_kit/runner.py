@@ -8,6 +8,7 @@ with everything finished kept (amendment 001 §8).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import random
 import threading
@@ -21,7 +22,7 @@ from esac_kit.cache import ResponseCache, cache_key
 from esac_kit.errors import EsacError, InfrastructureAbort, RunStopped
 from esac_kit.journal import Journal
 from esac_kit.kinds import Slot, kind_of
-from esac_kit.outcomes import TransientFailure
+from esac_kit.outcomes import IN_FLIGHT_DEADLINE, OUTAGE_LEFT, TransientFailure
 from esac_kit.chat import ChatRequest, ModelReply
 from esac_kit.providers import Provider
 from esac_kit.records import RESPONSE_CHARS_PER_TOKEN, Observation, prompt_sha256
@@ -42,6 +43,7 @@ class RetryPolicy:
     max_attempts: int | None = None  # an optional extra bound (tests); None: the budget alone decides
     request_timeout_s: float | None = None  # None: the item's time budget plus a margin
     idle_timeout_s: float = 60.0  # a streamed reply silent this long (no byte, no ping) is a stalled connection
+    batch_poll_s: float = 30.0  # --batch: how often a submitted batch is polled
 
     def delay(self, attempt: int, retry_after: float | None) -> float:
         """Seconds to wait before the next attempt."""
@@ -60,31 +62,48 @@ async def with_retries(attempt: Callable[[], Awaitable[T]], policy: RetryPolicy,
     retries: Counter = Counter()
     first_failure: tuple[float, float] | None = None  # when the outage began, and the queue time until then
     number = 0
-    while True:
-        number += 1
-        try:
-            if first_failure is None or not bound_in_flight:
-                return await attempt(), number, retries
-            # Once an outage has begun, its deadline bounds the attempt in flight too (queue time excluded)
-            left = policy.outage_budget_s - (time.monotonic() - first_failure[0] - (queued_s() - first_failure[1]))
+    token = OUTAGE_LEFT.set(None)  # a call's outage is its own: later calls in this task start unbounded
+    try:
+        while True:
+            number += 1
             try:
-                async with asyncio.timeout(max(left, 0.0) + queued_s()):
-                    return await attempt(), number, retries
-            except TimeoutError:
-                raise TransientFailure("timeout", role, detail="the outage budget ended during the attempt") from None
-        except (TransientFailure, SandboxError) as failure:
-            kind = getattr(failure, "kind", "sandbox")
-            first_failure = first_failure or (time.monotonic(), queued_s())
-            outage = time.monotonic() - first_failure[0] - (queued_s() - first_failure[1])
-            if outage >= policy.outage_budget_s or (policy.max_attempts and number >= policy.max_attempts):
-                raise InfrastructureAbort(
-                    f"{role} call for item {item_id} failed {number} times over {outage:.0f} s; last: {failure}; "
-                    f"run aborted, finished work kept: resume with `esac-kit run --resume RUN`", retries) from None
-            retries[kind] += 1
-            if on_retry:
-                on_retry(kind)
-            delay = policy.delay(number, getattr(failure, "retry_after", None))
-            await asyncio.sleep(max(0.0, min(delay, policy.outage_budget_s - outage)))
+                return await attempt(), number, retries
+            except (TransientFailure, SandboxError) as failure:
+                kind = getattr(failure, "kind", "sandbox")
+                first_failure = first_failure or (time.monotonic(), queued_s())
+                outage = time.monotonic() - first_failure[0] - (queued_s() - first_failure[1])
+                if outage >= policy.outage_budget_s or (policy.max_attempts and number >= policy.max_attempts):
+                    raise InfrastructureAbort(
+                        f"{role} call for item {item_id} failed {number} times over {outage:.0f} s; last: {failure}; "
+                        f"run aborted, finished work kept: resume with `esac-kit run --resume RUN`", retries) from None
+                retries[kind] += 1
+                if on_retry:
+                    on_retry(kind)
+                if bound_in_flight:  # from now on the outage's deadline bounds each attempt in flight, queue excluded
+                    began, queued_then = first_failure
+                    OUTAGE_LEFT.set(lambda: policy.outage_budget_s - (time.monotonic() - began
+                                                                      - (queued_s() - queued_then)))
+                delay = policy.delay(number, getattr(failure, "retry_after", None))
+                await asyncio.sleep(max(0.0, min(delay, policy.outage_budget_s - outage)))
+    finally:
+        OUTAGE_LEFT.reset(token)
+
+
+FINAL_ATTEMPT_S = 1.0  # the least an attempt made as the outage budget ends gets to reach the endpoint
+
+
+async def _bounded(call: Awaitable[T], seconds: float, endpoint: str) -> T:
+    """An attempt made during an outage, cut when the outage budget ends unless the endpoint began to answer."""
+    token = None
+    try:
+        async with asyncio.timeout(max(seconds, FINAL_ATTEMPT_S)) as deadline:
+            token = IN_FLIGHT_DEADLINE.set(deadline)
+            return await call
+    except TimeoutError:
+        raise TransientFailure("timeout", endpoint, detail="the outage budget ended during the attempt") from None
+    finally:
+        if token is not None:
+            IN_FLIGHT_DEADLINE.reset(token)
 
 
 @dataclass
@@ -123,6 +142,7 @@ class RunSettings:
     max_tokens_cap: int | None = None
     max_turns_cap: int | None = None
     time_budgets: bool = True  # False: --no-time-budget; answers are never cut or classed by time
+    answers: Provider | None = None  # --batch: the single answers' provider (a BatchQueue); AG episodes use `model`
     on_progress: Callable[[Progress], None] | None = None
 
 
@@ -147,8 +167,10 @@ class Runner:
         self.progress: Progress | None = None
         self._landed_retries: Counter = Counter()  # retries of the observations this session journalled
 
-    def _limit(self, provider: Provider) -> asyncio.Semaphore:
-        # Bounded per provider endpoint, so model and judge on one server share its limit.
+    def _limit(self, provider: Provider):
+        # Bounded per provider endpoint, so model and judge on one server share its limit; a batch takes them all
+        if getattr(provider, "batched", False):
+            return contextlib.nullcontext()
         return self._limits.setdefault(provider.endpoint, asyncio.Semaphore(self.settings.concurrency))
 
     async def run(self, slots: list[Slot], stop: threading.Event | None = None) -> list[Observation]:
@@ -195,7 +217,8 @@ class Runner:
                                earlier.latency_s), 1, Counter())
         request = ChatRequest(messages=({"role": "user", "content": instance.prompt},),
                               max_tokens=self.output_budget(item), temperature=self.settings.temperature)
-        return await self.chat(self.settings.model, request, "model", replicate, item.id, self.time_budget(item))
+        return await self.chat(self.settings.answers or self.settings.model, request, "model", replicate, item.id,
+                               self.time_budget(item))
 
     async def chat(self, provider: Provider, request: ChatRequest, role: str, replicate: int, item_id: str,
                    time_budget_s: float | None, salt: str = "",
@@ -203,8 +226,10 @@ class Runner:
         """One call through the cache and the retry policy; `check` rejects a reply (e.g. an invalid verdict)
         before it is cached, so a retry asks again instead of rereading the bad reply."""
         cache = self.settings.cache
-        key = cache_key(provider.ref, request, role, replicate, salt, provider.params.recorded()) if cache.folder else ""
-        cached = cache.get(key) if key else None
+        batched = getattr(provider, "batched", False)
+        key = (cache_key(provider.ref, request, role, replicate, salt, provider.params.recorded())
+               if cache.folder or batched else "")
+        cached = cache.get(key) if key and cache.folder else None
         if cached is not None and _passes(check, cached):
             return cached, 1, Counter()
         budget = time_budget_s if time_budget_s not in (None, float("inf")) else self.default_budget_s
@@ -215,13 +240,19 @@ class Runner:
             waiting = time.monotonic()
             async with self._limit(provider):
                 queued[0] += time.monotonic() - waiting
-                reply = await provider.chat(request, timeout, time_budget_s)
+                left = OUTAGE_LEFT.get()
+                if batched or left is None:
+                    reply = await (provider.chat(request, timeout, time_budget_s, slot_key=key) if batched
+                                   else provider.chat(request, timeout, time_budget_s))
+                else:
+                    reply = await _bounded(provider.chat(request, timeout, time_budget_s), left(), provider.endpoint)
             if check is not None:
                 check(reply)
             return reply
 
-        reply, attempts, retries = await self.retried(once, item_id, role, lambda: queued[0])
-        if key and reply.outcome != "time_budget":
+        # A batch may rightly take hours: the outage deadline does not bound an attempt at it
+        reply, attempts, retries = await self.retried(once, item_id, role, lambda: queued[0], not batched)
+        if key and cache.folder and reply.outcome != "time_budget":
             cache.put(key, reply)
         return reply, attempts, retries
 

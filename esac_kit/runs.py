@@ -30,6 +30,7 @@ from esac_kit.local import MAX_AGENT_TURN_TOKENS, MAX_AGENT_TURNS, MAX_OUTPUT_TO
 from esac_kit.pools import Pool, choose_pool, recorded_pool
 from esac_kit.kinds import kind_of, plan
 from esac_kit.chat import ModelRef
+from esac_kit.batch import BatchQueue, check_batchable
 from esac_kit.model_params import ModelParams, check_model_params, parse_model_params, sent_temperature
 from esac_kit.providers import SERVED, Provider, make_provider, parse_model
 from esac_kit.records import Observation, Report, RunConfig, prompt_sha256, read_record_file, write_json
@@ -128,7 +129,7 @@ def plan_run(suite_id: str = "gi", pool: str = "public", model: str = "local", j
              concurrency: int = 4, temperature: float = 1.0, seed: str | None = None, seed_file: Path | None = None,
              pack: Path | None = None, only: list[str] | None = None, reports_dir: Path = Path("reports"),
              items_dir: Path | None = None, time_budgets: bool = True, unsafe_sandbox: bool = False,
-             model_params: list[str] | None = None) -> RunPlan:
+             model_params: list[str] | None = None, batch: bool = False) -> RunPlan:
     """Settle a new run: pool 'public', 'heldout' (seed from $ESAC_HELDOUT_SEED or seed_file) or 'custom' (seed);
     the judge defaults to the suite's pin, or 'local' when the model is local; nothing is written yet."""
     if reports_dir.exists() and not reports_dir.is_dir():
@@ -151,7 +152,10 @@ def plan_run(suite_id: str = "gi", pool: str = "public", model: str = "local", j
     config = new_config(suite, chosen, model, judge, temperature, concurrency, pack, list(only) if only else None,
                         time_budgets, unsafe_sandbox)
     sends = sent_temperature(ref, params, temperature) is not None
-    config = config.model_copy(update={"model_params": params.recorded(), "sends_temperature": sends})
+    if batch:
+        check_batchable(ref, parse_model(config.judge) if config.judge else None, suite, planned)
+    config = config.model_copy(update={"model_params": params.recorded(), "sends_temperature": sends,
+                                       "batch": batch})
     return _settle(run_folder(reports_dir, config, ref), config, suite, chosen, [], resumed=False)
 
 
@@ -245,8 +249,13 @@ async def _drive(run, journal, policy, cache, urls, on_progress, session, stop):
                                  params=params, idle_timeout_s=policy.idle_timeout_s)
 
         # -M parameters are the evaluated model's; the judge's stay pinned by the suite (amendment 001 §5)
-        settings = RunSettings(run_id=config.run_id, model=provider(config.model, ModelParams(**config.model_params)),
-                               judge=provider(config.judge),
+        model, judge = provider(config.model, ModelParams(**config.model_params)), provider(config.judge)
+        answers = None
+        if config.batch:  # answers and judgements through the batch APIs; AG episodes stay interactive
+            say = lambda text: print(text, file=sys.stderr, flush=True)  # noqa: E731
+            answers = BatchQueue(model, run.folder, policy.batch_poll_s, say)
+            judge = BatchQueue(judge, run.folder, policy.batch_poll_s, say) if judge else None
+        settings = RunSettings(run_id=config.run_id, model=model, judge=judge, answers=answers,
                                temperature=config.temperature, judge_temperature=config.judge_temperature,
                                judge_max_tokens=config.judge_max_tokens, concurrency=config.concurrency,
                                policy=policy, cache=cache, max_tokens_cap=config.max_tokens_cap,

@@ -325,3 +325,20 @@ def test_the_emulated_responses_api_refuses_a_function_call_without_its_reasonin
         assert dropped.status_code == 400 and "without its required 'reasoning' item" in dropped.json()["error"]["message"]
         old = httpx.post(url, json={"model": "o3", "input": "go", "max_tokens": 100})
         assert old.status_code == 400 and old.json()["error"]["param"] == "max_tokens"
+
+
+def test_the_outage_deadline_bounds_an_attempt_in_flight_but_not_a_live_stream(tmp_path):
+    def fail_then_hang(body, attempt):  # every first attempt fails; the retry hangs without a byte
+        return "503" if attempt == 1 else "stall"
+
+    with LoopbackServer(reference_answers(), fault=fail_then_hang, stall_s=30) as server:
+        started = time.monotonic()
+        code = esac_run("--model", f"openai:m@{server.url}", "-M", "stream=false", "--no-cache", "--reports",
+                        str(tmp_path / "hung"), "--only", "quant-tank-mixing", "--outage-budget-s", "1.5",
+                        "--request-timeout-s", "60")
+        assert code == 3 and time.monotonic() - started < 10  # the 1.5 s budget, not the 30 s hang or 60 s timeout
+    slow_but_live = lambda body, attempt: "503" if attempt == 1 else None  # noqa: E731
+    with LoopbackServer(lambda body: "word " * 100 + "ANSWER: 1", fault=slow_but_live, event_delay_s=0.05) as server:
+        code = esac_run("--model", f"openai:m@{server.url}", "--no-cache", "--reports", str(tmp_path / "live"),
+                        "--only", "quant-tank-mixing", "--outage-budget-s", "0.5", "--request-timeout-s", "60")
+        assert code == 0  # ~2 s of streaming after the retry: the stream's life, not an outage

@@ -71,9 +71,10 @@ def test_an_outage_longer_than_the_budget_aborts_after_about_the_budget_and_coun
 
 
 def test_time_queued_for_a_concurrency_slot_never_counts_against_the_outage_budget(answers, tmp_path):
+    # One slot, 0.25 s a request: a retried call waits seconds for the slot, far past the 0.6 s budget
     with LoopbackServer(answers, fault=transient_faults(0.5, kinds=("503",), max_failures=1),
                         latency_s=0.25) as server:
-        assert run(server, tmp_path, "--concurrency", "1", "--outage-budget-s", "0.2") == 0
+        assert run(server, tmp_path, "--concurrency", "1", "--outage-budget-s", "0.6") == 0
         assert sum(server.faults.values()) >= 1
     assert load_report(run_folder_of(tmp_path))["items"]
 
@@ -200,11 +201,14 @@ def test_a_reply_after_the_time_budget_is_a_model_failure_scored_as_no_answer(an
     path = items / "gi" / "quant-tank-mixing.toml"
     path.write_text(path.read_text().replace('\ncategory = "quant"\n', '\ncategory = "quant"\ntime_budget_s = 0.3\n', 1))
     with LoopbackServer(answers, latency_s=0.6) as server:  # the right answer, but too late
-        assert main(["run", "--model", f"openai:m@{server.url}", "--no-cache", "--items", str(items),
-                     "--reports", str(tmp_path / "r"), "--only", "quant-tank-mixing"]) == 0
-    folder = run_folder_of(tmp_path / "r")
-    [record] = map(json.loads, (folder / "observations.jsonl").read_text().splitlines())
-    assert record["outcome"] == "time_budget" and record["score"] == 0.0 and "ANSWER:" in record["response"]
+        for stream in ("false", "true"):
+            assert main(["run", "--model", f"openai:m@{server.url}", "--no-cache", "--items", str(items), "-M",
+                         f"stream={stream}", "--reports", str(tmp_path / stream), "--only", "quant-tank-mixing"]) == 0
+    [whole] = map(json.loads, (run_folder_of(tmp_path / "false") / "observations.jsonl").read_text().splitlines())
+    assert whole["outcome"] == "time_budget" and whole["score"] == 0.0 and "ANSWER:" in whole["response"]
+    # Streamed, the reading stops at the budget: what came after it is not the model's answer
+    [streamed] = map(json.loads, (run_folder_of(tmp_path / "true") / "observations.jsonl").read_text().splitlines())
+    assert streamed["outcome"] == "time_budget" and streamed["score"] == 0.0
 
 
 def test_a_notebook_run_stops_cooperatively_and_releases_the_folder(answers, tmp_path):
