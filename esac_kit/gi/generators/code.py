@@ -266,24 +266,46 @@ def _mr_unmemoised_log10(shapes: dict, top: int) -> float:
     return round(math.log10(count["f"][top] + count["g"][top]), 1)
 
 
+def _mr_reach(shapes: dict, top: int) -> int:
+    """How many (function, argument) pairs f(top) and then g(top) reach, each evaluated once thanks to the memos."""
+    reached, stack = set(), [("f", top), ("g", top)]
+    while stack:
+        name, n = stack.pop()
+        if (name, n) in reached:
+            continue
+        reached.add((name, n))
+        if n >= 3:
+            shape = shapes[name]
+            stack += [(callee, n - back) for callee, back in
+                      (shape["then"] if n % shape["q"] == shape["r"] else shape["other"])]
+    return len(reached)
+
+
 def memo_recursion(rng: ItemRng, *, modulus: int = 11, argument: int = 6000) -> Generated:
     """Two mutually recursive memoised functions evaluated at an argument in the thousands: the values need the
     period of the sequences, and the call count needs which arguments the recursion reaches."""
-    mf, mg = rng.sample(range(max(3, modulus - 5), modulus + 1), 2)
-    f_source, f_shape = _mr_function(rng, "f", "F", mf)
-    g_source, g_shape = _mr_function(rng, "g", "G", mg)
-    top = rng.randint(argument // 2, argument)
+    while True:  # redraw until the recursion skips a share of the arguments, so the call count needs its reach
+        mf, mg = rng.sample(range(max(3, modulus - 5), modulus + 1), 2)
+        f_source, f_shape = _mr_function(rng, "f", "F", mf)
+        g_source, g_shape = _mr_function(rng, "g", "G", mg)
+        top = rng.randint(argument // 2, argument)
+        reach = _mr_reach({"f": f_shape, "g": g_shape}, top)
+        if reach <= 0.95 * (2 * top + 2):
+            break
     definitions = ("import sys\n\nsys.setrecursionlimit(100_000)\nF, G = {}, {}\ncalls = 0\n\n\n"
                    + f_source + "\n\n" + g_source)
     source = definitions + f"\n\nprint(f({top}))\nprint(g({top}))\nprint(calls)\n"
     printed: list[int] = []
     exec(compile(source, "<generated>", "exec"), {"print": printed.append, "__name__": "__main__"})
+    if printed[2] != reach:
+        raise AssertionError("the memoised calls differ from the reach")
     ascending: dict = {}
     exec(compile(definitions, "<generated>", "exec"), ascending)
     tail, period = _mr_cycle(ascending["f"], ascending["g"], math.lcm(f_shape["phase"], g_shape["phase"]), top)
     return _trace_item("Read this Python 3.11 program.", source, "What does it print?", printed,
                        {"states": tail + period, "tail": tail, "period": period,
-                        "unmemoised_calls_log10": _mr_unmemoised_log10({"f": f_shape, "g": g_shape}, top)})
+                        "unmemoised_calls_log10": _mr_unmemoised_log10({"f": f_shape, "g": g_shape}, top),
+                        "reached_share": round(reach / (2 * top + 2), 3)})
 
 
 
@@ -399,8 +421,8 @@ def _alias_slices(p: _Alias) -> None:
 def _alias_remove(p: _Alias) -> None:
     """Removing from a list while a for loop walks it skips the element after each removal."""
     (src,) = p.pick()
-    m = p.rng.randint(2, 3)
-    p.emit(f"for v in {src}:", f"    if v % {m} == 0:", f"        {src}.remove(v)", f"print(sum({src}) * {m} + len({src}))")
+    m = p.rng.randint(1, 4)
+    p.emit(f"{src} += [{', '.join(str(p.rng.randint(0, 9)) for _ in range(3))}]", f"for v in {src}:", f"    if v > {m}:", f"        {src}.remove(v)", f"print(sum({src}) * {m + 1} + len({src}))")
 
 
 def _alias_tuple(p: _Alias) -> None:
@@ -542,7 +564,7 @@ class _Flow:
 
     def span(self) -> str:
         """A loop range whose start depends on how long the log has grown."""
-        return f"range(len(log) % {self.rng.randint(3, 5)} + {self.rng.randint(1, 9)}, {self.rng.randint(16, 24)})"
+        return f"range(len(log) % {self.rng.randint(3, 5)} + {self.rng.randint(1, 6)}, {self.rng.randint(18, 26)})"
 
     def emit(self, *lines: str) -> None:
         self.lines.extend(lines)
@@ -564,7 +586,7 @@ def _flow_finally_return(p: _Flow) -> None:
 def _flow_gate(p: _Flow) -> None:
     """A context manager whose __exit__ suppresses only some exceptions, depending on its own state."""
     cls, gate, total = p.fresh("Gate"), p.fresh("gate"), p.fresh("total")
-    a, b = p.rng.sample(range(2, 7), 2)
+    a, b = p.rng.randint(2, 3), p.rng.randint(4, 7)
     p.emit("", "", f"class {cls}:", "    def __init__(self):", "        self.opened = 0", "",
            "    def __enter__(self):", "        self.opened += 1", "        return self", "",
            "    def __exit__(self, kind, value, tb):", "        log.append(self.opened)",
@@ -597,10 +619,11 @@ def _flow_worker(p: _Flow) -> None:
 def _flow_break_finally(p: _Flow) -> None:
     """break or continue inside finally discards the exception in flight."""
     a, t = p.rng.randint(2, 5), p.rng.randint(8, 15)
+    q = p.rng.choice([q for q in (2, 3, 4, 5) if math.gcd(a, q) == 1])  # raising x meet the continue
     kept = p.fresh("kept")
     p.emit("", "", f"{kept} = []", "try:", f"    for x in {p.span()}:", "        try:", f"            if x % {a} == 0:",
            "                raise RuntimeError(x)", f"            {kept}.append(x)", "        finally:",
-           f"            if x % {p.rng.randint(2, 4)} == 1:", "                continue",
+           f"            if x % {q} != 0:", "                continue",
            f"            if x > {t}:", "                break", "except RuntimeError as err:",
            f"    {kept}.append(err.args[0] * 100)", f"log.extend({kept})", f"print(sum({kept}))")
 
@@ -733,7 +756,7 @@ def _parking_rules(rng: ItemRng) -> dict:
              night_hour=night_hour, night_max=night_hour * rng.randint(3, 9) + rng.randint(1, night_hour - 1),
              ev=rng.choice([10, 15, 20, 25, 30, 35, 40]), loyal_from=rng.randint(2, 4),
              loyal_off=rng.randint(40, 400))
-    p["cap"] = rate * rng.randint(3, 720 // block - 1) + rng.randint(1, rate - 1)
+    p["cap"] = rate * rng.randint(3, max(4, 720 // block * 2 // 3)) + rng.randint(1, rate - 1)
     p["rate_day"], p["cap_day"], p["grace_day"] = rng.sample(range(3, 12), 3)
     p["new_rate"] = rate + rng.choice([-1, 1]) * rng.randint(5, rate // 3)
     p["new_cap"] = p["cap"] + rng.choice([-1, 1]) * rng.randint(rate, 3 * rate)
@@ -834,7 +857,8 @@ def _parking_test(rng: ItemRng, p: dict, plates: list[str], n: int) -> list[tupl
         plate = rng.choice(plates)
         day = rng.choice(focus + [rng.randint(0, 13)])
         mine = [s for s in sessions if s[0] == plate]
-        kind = rng.choice(["grace", "reentry", "reentry", "edge", "blocks", "long", "night", "cap", "cap", "random"])
+        kind = rng.choice(["grace", "grace", "reentry", "reentry", "edge", "blocks", "long", "night", "cap", "cap",
+                           "random"])
         if kind == "reentry" and mine:
             previous = rng.choice(mine)
             start = previous[2] + rng.choice([p["reentry"], p["reentry"] + 1, p["reentry"] - 1, -rng.randint(1, 30)])
@@ -842,12 +866,15 @@ def _parking_test(rng: ItemRng, p: dict, plates: list[str], n: int) -> list[tupl
         elif kind == "cap" and mine:
             previous = rng.choice(mine)
             start = previous[2] + rng.randint(p["reentry"] + 1, 240)
-            length = rng.randint(60, 500)
+            length = rng.randint(60, 700)
         else:
             start = day * 1440 + rng.choice([420, 1140, 419, 421, 1139, 1141, rng.randint(0, 1439), rng.randint(400, 1160)])
-            if kind == "grace":
-                grace = p["new_grace"] if start // 1440 >= p["grace_day"] else p["grace"]
-                length = grace + rng.choice([0, 1, 0, 1, -1])
+            if kind == "grace":  # at either grace limit, often on the days around amendment C's
+                if rng.randint(0, 1):
+                    start = (p["grace_day"] - rng.randint(0, 1)) * 1440 + rng.randint(0, 1439)
+                late = start // 1440 >= p["grace_day"]
+                applies, other = (p["new_grace"], p["grace"]) if late else (p["grace"], p["new_grace"])
+                length = rng.choice([applies, applies, applies + 1, other, other + 1])
             elif kind == "edge":  # end exactly at, or just around, a 07:00 or 19:00
                 target = start + rng.randint(30, 900)
                 target = (target // 1440) * 1440 + rng.choice([420, 1140]) + rng.choice([0, 0, 1, -1])
@@ -890,12 +917,13 @@ def _parking_paths(p: dict, namespace: dict, sessions: list) -> set[tuple]:
                 flags.add("weekend")
             else:
                 new_rate = day >= p["rate_day"] and not electric
-                flags.add("new-rate" if new_rate else "rate-kept" if day >= p["rate_day"] else "rate")
                 cap = p["new_cap"] if day >= p["cap_day"] else p["cap"]
                 paid = day_paid.get((plate, day), 0)
                 full = -(-minutes // p["block"]) * (p["new_rate"] if new_rate else p["rate"])
                 if full > cap - paid:
                     flags.add("capped-new" if day >= p["cap_day"] else "capped")
+                else:  # which rate the piece paid (a capped piece pays what the cap leaves, whatever the rate)
+                    flags.add("new-rate" if new_rate else "rate-kept" if day >= p["rate_day"] else "rate")
                 day_paid[plate, day] = paid + min(full, cap - paid)
         loyal = counted[plate] >= p["loyal_from"]
         if end - start > 1440:
@@ -903,6 +931,9 @@ def _parking_paths(p: dict, namespace: dict, sessions: list) -> set[tuple]:
         paths.add((parts > 1, new_grace, electric, loyal and ("weekend" not in flags or electric),
                    loyal and "weekend" in flags, *sorted(flags)))
     return paths
+
+
+_PARKING_FLAGS = {"night", "night-max", "weekend", "rate", "new-rate", "rate-kept", "capped", "capped-new", "long"}
 
 
 def parking_charges(rng: ItemRng, *, tests: int = 40, sessions: int = 8) -> Generated:
@@ -915,9 +946,15 @@ def parking_charges(rng: ItemRng, *, tests: int = 40, sessions: int = 8) -> Gene
     exec(compile(source, "<reference>", "exec"), namespace)
     pool = _plates(rng, 8)
     examples = [_parking_test(rng, p, pool[:2], 6) for _ in range(2)]
-    cases = [_parking_test(rng, p, rng.sample(pool[2:], rng.randint(1, 3)), rng.randint(3, sessions))
-             for _ in range(tests)]
-    paths = set().union(*(_parking_paths(p, namespace, case) for case in cases))
+    for _ in range(20):  # redraw the hidden tests until every rule's edge case is among them
+        cases = [_parking_test(rng, p, rng.sample(pool[2:], rng.randint(1, 3)), rng.randint(3, sessions))
+                 for _ in range(tests)]
+        paths = set().union(*(_parking_paths(p, namespace, case) for case in cases))
+        flags = {flag for path in paths for flag in path if isinstance(flag, str)}
+        visits = [path for path in paths if path[0] != "free"]
+        if _PARKING_FLAGS <= flags and len(visits) < len(paths) and any(path[4] for path in visits) and any(
+                path[2] and path[3] and "weekend" in path for path in visits):  # the exception to the exception
+            break
     shown = "\n".join(f"    charges({s!r})\n    == {namespace['charges'](s)!r}" for s in examples)
     prompt = _parking_prompt(p) + f"\n\nEXAMPLES\n\n{shown}\n\n" + (
         "Reply with Python 3.11 code in a ```python block that defines `charges(sessions)` (helpers are fine; "
