@@ -50,7 +50,8 @@ def fresh_run(sources: list[str]) -> list[str]:
     """Run each program in one fresh interpreter; its printed integers, comma-joined (None when it raised)."""
     runner = ("import contextlib, io, json, sys\nout = []\nfor source in json.load(sys.stdin):\n"
               "    buffer = io.StringIO()\n    try:\n        with contextlib.redirect_stdout(buffer):\n"
-              "            exec(source, {'__name__': '__main__'})\n        out.append(', '.join(buffer.getvalue().split()))\n"
+              "            exec(source, {'__name__': '__main__'})\n"
+              "        out.append(', '.join(buffer.getvalue().split()))\n"
               "    except Exception:\n        out.append(None)\nprint(json.dumps(out))")
     done = subprocess.run([sys.executable, "-c", runner], input=json.dumps(sources), capture_output=True, text=True,
                           timeout=120, check=True)
@@ -294,8 +295,8 @@ def test_recursion_values_follow_from_the_period_and_the_calls_from_the_reach(in
         assert values[shortcut] == values[top] == (f_value, g_value)
         # The call count is the number of arguments the recursion reaches from f(top) and g(top).
         reached, stack = set(), [("f", top), ("g", top)]
-        bodies = {name: re.search(rf"def {name}\(n\):.*?\n    elif n % (\d) == (\d):\n        value = (.*?)\n    else:\n"
-                                  rf"        value = (.*?)\n", program(generated.prompt), re.S).groups()
+        bodies = {name: re.search(rf"def {name}\(n\):.*?\n    elif n % (\d) == (\d):\n        value = (.*?)\n"
+                                  rf"    else:\n        value = (.*?)\n", program(generated.prompt), re.S).groups()
                   for name in ("f", "g")}
         while stack:
             name, n = stack.pop()
@@ -328,8 +329,10 @@ def read_tariff(prompt: str) -> dict:
             "grace": number(r"A visit lasting at most (\d+) minutes"),
             "night_hour": number(r"night piece costs (\d+) cents per started hour"),
             "night_max": number(r"never more than (\d+) cents"),
-            "weekend": {int(d) for d in re.findall(r"\(d % 7 == (\d)\)", prompt.split("Rule 5")[1].split("Rule 6")[0])},
-            "flat": number(r"costs a flat (\d+) cents"), "rate": number(r"day piece costs (\d+) cents per started block"),
+            "weekend": {int(d) for d in re.findall(r"\(d % 7 == (\d)\)",
+                                                   prompt.split("Rule 5 (")[1].split("Rule 6 (")[0])},
+            "flat": number(r"costs a flat (\d+) cents"),
+            "rate": number(r"day piece costs (\d+) cents per started block"),
             "block": number(r"started block of (\d+) minutes"), "cap": number(r"cost at most (\d+) cents in total"),
             "ev": number(r"reduced by (\d+)% of it"), "from": number(r"From a plate's (\d)(?:st|nd|rd|th) counted"),
             "off": number(r"reduced by (\d+) cents, but never"), "long": number(r"costs at most (\d+) \\?\s*cents per "
