@@ -455,3 +455,28 @@ def test_a_misread_implementation_scores_partially_in_the_sandbox(instances):
     wrong = generated.reference.replace("(electric or not weekend)", "(not weekend)")
     assert 0.0 < score_response(generated.key, wrong).score < 1.0
     assert score_response(generated.key, "```python\ndef charges(sessions):\n    return {}\n```").score == 0.0
+
+
+# ---------------------------------------------------------------- fairness: every instance yields to pencil work
+
+
+def test_fairness_each_instance_is_within_reach_of_careful_reasoning(instances):
+    """What a solver without tools has to do stays bounded (well under ~30k tokens of thinking, an hour or two by
+    hand), while stepping the programs is out of reach:
+    - stack machine: decompile at most ~60 instructions into one update per bounded cell, iterate that recurrence for
+      at most 64 passes until it repeats, then extrapolate cells, accumulators and steps with one division;
+    - recursion: iterate two small recurrences for at most 90 terms until the state repeats, and count the reach from
+      the branches' pattern over n modulo 6 at most;
+    - aliasing and exceptions: programs of at most 90 lines whose traces stay within a few hundred line events;
+    - tariff: a specification under 4,000 tokens whose every rule is stated with its constants, and two examples."""
+    for generated in instances["code-stack-machine"]:
+        _, listing, mem = read_machine(generated.prompt)
+        assert len(listing) <= 64 and generated.difficulty["states"] <= 64 and len(mem) <= 6
+    for generated in instances["code-memo-recursion"]:
+        assert generated.difficulty["states"] <= 90
+        assert all(int(q) <= 4 for q in re.findall(r"n % (\d+)", program(generated.prompt)))
+    for item_id in ("code-alias-mutation", "code-exception-flow"):
+        for generated in instances[item_id]:
+            assert program(generated.prompt).count("\n") <= 90 and generated.difficulty["line_events"] <= 500
+    for generated in instances["code-parking-charges"]:
+        assert len(generated.prompt) <= 16_000

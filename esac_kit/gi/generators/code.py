@@ -1,10 +1,12 @@
 """Code reasoning generators: programs whose output needs an idea rather than a trace, and a specification to implement.
 
-Every tracing prompt shows a complete Python 3.11 program whose output is fully determined. The stack machine and
-the memoised recursion run far too long to step through (by hand or, for the machine, at all): their keys come from
-the generator's own solver, which finds the loop's cycle and extrapolates; the tests check that solver against the
-shown program run for small loop counts. The aliasing and exception programs are run here as shown (exec of our own
-code, never a model's) with a line tracer that measures them. The code-writing item keys hidden tests whose expected
+Every tracing prompt shows a complete Python 3.11 program whose output is fully determined. The stack machine's loop
+runs for billions of passes: its key comes from the generator's own solver, which runs the passes until the bounded
+cells repeat and extrapolates (the tests check a second solver, written from the prompt, against the shown script run
+with small loop counts). The memoised recursion goes thousands of calls deep: its values come from the shown
+functions called in increasing n and its call count from the arguments the recursion reaches; its measure is the
+length of the sequences' tail and cycle. The aliasing and exception programs are run here as shown (exec of our own
+code, never a model's) under a line tracer that measures them. The code-writing item keys hidden tests whose expected
 values come from a reference implementation that is also the reference response.
 """
 
