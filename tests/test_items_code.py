@@ -141,13 +141,14 @@ NAIVE_READINGS = {
         (re.compile(r"lambda x: x \* k \+"), "lambda x, k=k: x * k +", 0.9),                    # early binding
         (re.compile(r"= \[([\w\[\]':.]+)\] \* (\d)\n"), r"= [\1[:] for _ in range(\2)]\n", 0.6),  # rows apart
         (re.compile(r"(\w+) = dict\.fromkeys\(('\w+'), ([^)\n]+)\)"), r"\1 = {k: \3[:] for k in \2}", 0.8),
+        (re.compile(r"( +)(\w+) \+= \[v\]\n"), r"\1\2.extend([v])\n", 1.0),                # += as a global
         (re.compile(r"for v in (.+):\n    if v > (\d):\n        \1\.remove\(v\)"),
          r"for v in \1[:]:\n    if v > \2:\n        \1.remove(v)", 0.7),                      # no skipped elements
     ],
     "code-exception-flow": [
         (re.compile(r"if x % (\d) == 0:\n            return x \+ (\d+)"), r"if x % \1 == 0:\n            pass", 0.9),
         (re.compile(r"return kind is KeyError and"), "return False and", 0.75),              # nothing suppressed
-        (re.compile(r"( +)if x % (\d) != 0:\n +continue\n"), r"\1if x % \2 != 0:\n\1    pass\n", 0.8),
+        (re.compile(r"( +)if x % (\d) != 0:\n +continue\n"), r"\1if x % \2 != 0:\n\1    pass\n", 0.6),
         (re.compile(r"except IndexError as (err\d+):"), "except IndexError:", 0.8),           # name kept
     ],
 }
@@ -167,11 +168,12 @@ def test_every_exception_piece_and_alias_route_occurs(instances):
     """Across the seeds every kind of piece shows up, so the traps above are all exercised."""
     alias = "\n".join(program(g.prompt) for g in instances["code-alias-mutation"])
     for marker in ("into=[]", "] * ", "xs += [n]", "dict.fromkeys", "lambda x: x * k", "next(", "[:] = ", ".remove(v)",
-                   "except TypeError", "items = []", "seen=", "list(", ".setdefault(", "zip("):
+                   "except TypeError", "items = []", "seen=", "list(", ".setdefault(", "zip(", "nonlocal items",
+                   "except UnboundLocalError"):
         assert marker in alias, marker
     flow = "\n".join(program(g.prompt) for g in instances["code-exception-flow"])
     for marker in ("finally:\n        if x %", "def __exit__", ".throw(ValueError)", "continue", "from err",
-                   "except NameError"):
+                   "except NameError", "raise KeyError(self.name)"):
         assert marker in flow, marker
 
 
@@ -467,7 +469,7 @@ def test_fairness_each_instance_is_within_reach_of_careful_reasoning(instances):
       at most 64 passes until it repeats, then extrapolate cells, accumulators and steps with one division;
     - recursion: iterate two small recurrences for at most 90 terms until the state repeats, and count the reach from
       the branches' pattern over n modulo 6 at most;
-    - aliasing and exceptions: programs of at most 90 lines whose traces stay within a few hundred line events;
+    - aliasing and exceptions: programs of at most 90 lines whose traces stay within 650 line events;
     - tariff: a specification under 4,000 tokens whose every rule is stated with its constants, and two examples."""
     for generated in instances["code-stack-machine"]:
         _, listing, mem = read_machine(generated.prompt)
@@ -477,6 +479,6 @@ def test_fairness_each_instance_is_within_reach_of_careful_reasoning(instances):
         assert all(int(q) <= 4 for q in re.findall(r"n % (\d+)", program(generated.prompt)))
     for item_id in ("code-alias-mutation", "code-exception-flow"):
         for generated in instances[item_id]:
-            assert program(generated.prompt).count("\n") <= 90 and generated.difficulty["line_events"] <= 500
+            assert program(generated.prompt).count("\n") <= 90 and generated.difficulty["line_events"] <= 650
     for generated in instances["code-parking-charges"]:
         assert len(generated.prompt) <= 16_000

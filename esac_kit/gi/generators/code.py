@@ -314,8 +314,8 @@ def memo_recursion(rng: ItemRng, *, modulus: int = 9, argument: int = 6000) -> G
 # ---------------------------------------------------------------- aliasing: shared lists through many routes
 
 _NAMES = ["acc", "bag", "pool", "keep", "tally", "log", "buf", "stash", "heap", "row", "lot", "crate", "deck",
-          "pile", "sack", "tray", "rack", "bin", "cart", "jar", "box", "cup", "vat", "tub", "kit", "net", "pod",
-          "urn", "case", "drum", "tank", "well", "nest", "hold", "shelf", "chest", "bowl", "pan", "pot", "tin"]
+          "pile", "sack", "tray", "rack", "hod", "cart", "jar", "box", "cup", "vat", "tub", "kit", "net", "pod",
+          "urn", "case", "drum", "tank", "well", "nest", "hold", "shelf", "chest", "bowl", "pan", "pot", "tin", "sink"]
 
 
 class _Alias:
@@ -499,9 +499,32 @@ def _alias_zip(p: _Alias) -> None:
     p.show(src)
 
 
+def _alias_closures(p: _Alias) -> None:
+    """Two closures over one cell: nonlocal rebinding gives both a new list, so the earlier list is left behind."""
+    (src,) = p.pick()
+    make, add, reset, old = "make_" + p.fresh(), p.fresh(), p.fresh(), p.fresh()
+    p.emit(f"def {make}(items):", "    def add(v):", "        items.append(v)", "        return len(items)", "",
+           "    def reset():", "        nonlocal items", "        items = items[-1:] + [len(items)]",
+           "        return items", "", "    return add, reset", "",
+           f"{add}, {reset} = {make}({src})", f"{old} = {add}({p.small()}) + {add}({p.small()})",
+           f"{src}.append({reset}()[-1])", f"{old} += {add}({p.small()})", f"print({old} + sum({src}))")
+
+
+def _alias_unbound(p: _Alias) -> None:
+    """+= on a global name inside a function makes the name local there, so it raises UnboundLocalError, while a
+    method call on the same name reaches the global list."""
+    plain = [n for n in p.lists if n.isidentifier()]
+    if not plain:
+        return _alias_tuple(p)
+    src = p.rng.choice(plain)
+    fn = "bump_" + p.fresh()
+    p.emit(f"def {fn}(v):", "    try:", f"        {src} += [v]", "        return v", "    except UnboundLocalError:",
+           "        return -v", "", f"{src}.append({fn}({p.small()}))", f"print({fn}({p.small()}) + sum({src}))")
+
+
 _ALIAS_GADGETS = [_alias_rows, _alias_grow, _alias_fromkeys, _alias_lambdas, _alias_generator, _alias_slices,
                   _alias_remove, _alias_tuple, _alias_class, _alias_default_time, _alias_nested, _alias_setdefault,
-                  _alias_nested_generator, _alias_zip]
+                  _alias_nested_generator, _alias_zip, _alias_closures, _alias_unbound]
 
 
 def _traced(source: str) -> tuple[list[int], dict]:
@@ -544,10 +567,10 @@ def alias_mutation(rng: ItemRng, *, gadgets: int = 8) -> Generated:
             rng.choice(_ALIAS_GADGETS) for _ in range(gadgets - len(_ALIAS_GADGETS))]:
         p.emit("")
         gadget(p)
-    source = "\n".join(p.lines) + "\n"
+    source = "\n".join(p.lines).replace("\n\n    ", "\n    ") + "\n"
     printed, counts = _traced(source)
     return _trace_item("Read this Python 3.11 program.", source, "What does it print?", printed,
-                       {"line_events": counts["lines"], "lines": len(p.lines)})
+                       {"line_events": counts["lines"], "lines": source.count("\n")})
 
 
 # ---------------------------------------------------------------- exceptions: handlers, finally, managers, generators
@@ -657,7 +680,25 @@ def _flow_unbound(p: _Flow) -> None:
            f"    log.append(-{v})", "print(sum(log))")
 
 
-_FLOW_PARTS = [_flow_finally_return, _flow_gate, _flow_worker, _flow_break_finally, _flow_reraise, _flow_unbound]
+def _flow_nested_with(p: _Flow) -> None:
+    """Two managers in one with statement exit inner first; an __exit__ may replace the exception by raising its
+    own, which the outer one then sees, and it suppresses only KeyError."""
+    cls, total = p.fresh("Tag"), p.fresh("total")
+    a = p.rng.randint(2, 4)
+    p.emit("", "", f"class {cls}:", "    def __init__(self, name):", "        self.name = name", "",
+           "    def __enter__(self):", "        log.append(self.name)", "        return self", "",
+           "    def __exit__(self, kind, value, tb):", "        log.append(-self.name)",
+           "        if kind is ValueError and self.name % 2 == 1:", "            raise KeyError(self.name)",
+           "        return kind is KeyError", "", "",
+           f"{total} = 0", f"for x in {p.span()}:", "    try:",
+           f"        with {cls}(x % {p.rng.randint(3, 5)} + 1), {cls}(x % {p.rng.randint(2, 4)} + 6):",
+           f"            if x % {a} == 0:", "                raise ValueError(x)", f"            {total} += x",
+           f"        {total} += {p.rng.randint(1, 9)}", "    except (ValueError, KeyError) as err:",
+           f"        {total} += err.args[0] * (10 if isinstance(err, KeyError) else -1)", f"print({total} + len(log))")
+
+
+_FLOW_PARTS = [_flow_finally_return, _flow_gate, _flow_worker, _flow_break_finally, _flow_reraise, _flow_unbound,
+               _flow_nested_with]
 
 
 def exception_flow(rng: ItemRng, *, parts: int = 4) -> Generated:
@@ -667,7 +708,7 @@ def exception_flow(rng: ItemRng, *, parts: int = 4) -> Generated:
     for part in rng.sample(_FLOW_PARTS, min(parts, len(_FLOW_PARTS))) + [
             rng.choice(_FLOW_PARTS) for _ in range(parts - len(_FLOW_PARTS))]:
         part(p)
-    source = "\n".join(p.lines).replace("\n\n\n", "\n\n") + "\n"
+    source = "\n".join(p.lines).replace("\n\n\n", "\n\n").replace("\n\n    ", "\n    ") + "\n"
     printed, counts = _traced(source)
     return _trace_item("Read this Python 3.11 program.", source, "What does it print?", printed,
                        {"line_events": counts["lines"], "exception_events": counts["exceptions"],
