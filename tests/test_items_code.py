@@ -1,53 +1,61 @@
-"""Code items: keys re-derived independently of the generators, traps that change the answer, hidden-test coverage.
+"""Code items: keys re-derived independently of the generators, declared difficulty, traps that change the answer,
+hidden-test coverage.
 
-Tracing keys are re-derived by running the program exactly as the prompt shows it in a fresh interpreter; the
-code-writing key is re-derived by an independent implementation that reads its constants from the prompt text.
+Independent solvers read only the rendered prompt. The aliasing, exception and recursion programs run as shown in a
+fresh interpreter. The stack machine's loop is far too long to run, so its solver runs the shown interpreter one pass
+at a time until the bounded cells repeat and extrapolates; that solver is itself checked against the shown script run
+in a fresh interpreter with small loop counts. The code-writing key is re-derived by an implementation written from
+the prompt's wording that reads its constants from the prompt text.
 """
 
 from __future__ import annotations
 
 import ast
 import json
+import math
 import re
 import subprocess
 import sys
+from statistics import median
 
 import pytest
 
 from esac_kit.gi.generators import code
 from esac_kit.gi.normalise import normalise
-from esac_kit.rng import ItemRng, derive_item_key
-from esac_kit.schemas import CodeTestsKey
 from esac_kit.gi.scoring import score_response
 from esac_kit.gi.verify import GARBLED
+from esac_kit.instances import generate
+from esac_kit.pools import custom_pool
+from esac_kit.rng import ItemRng, derive_item_key
+from esac_kit.schemas import CodeTestsKey
+from esac_kit.suite import load_suite
 
-TRACING = {"code-stack-machine": code.stack_machine, "code-alias-mutation": code.alias_mutation,
-           "code-memo-recursion": code.memo_recursion, "code-exception-flow": code.exception_flow}
-ITEMS = {**TRACING, "code-parking-charges": code.parking_charges}
-SEEDS = [f"test-seed-{k}" for k in range(30)]
-
-
-def make(item_id, seed):
-    return ITEMS[item_id](ItemRng(derive_item_key(seed, "gi", item_id, 1)))
+TRACING = ["code-stack-machine", "code-alias-mutation", "code-memo-recursion", "code-exception-flow"]
+ITEMS = TRACING + ["code-parking-charges"]
+SEEDS = 24  # per item, from a test-only pool
+SUITE = load_suite("gi")
 
 
 @pytest.fixture(scope="module")
 def instances():
-    return {item_id: [make(item_id, seed) for seed in SEEDS] for item_id in ITEMS}
+    return {item_id: [generate(SUITE, SUITE.item(item_id), custom_pool(f"t-code-{n}")) for n in range(SEEDS)]
+            for item_id in ITEMS}
 
 
 def program(prompt: str) -> str:
     return prompt.split("```python\n", 1)[1].split("```", 1)[0]
 
 
-def printed(source: str) -> str | None:
-    """Run a (possibly altered) shown program here; None when it crashes."""
-    out: list = []
-    try:
-        exec(source, {"print": out.append})
-    except Exception:
-        return None
-    return ", ".join(map(str, out))
+def fresh_run(sources: list[str]) -> list[str]:
+    """Run each program in one fresh interpreter; its printed integers, comma-joined (None when it raised)."""
+    runner = ("import contextlib, io, json, sys\nout = []\nfor source in json.load(sys.stdin):\n"
+              "    buffer = io.StringIO()\n    try:\n        with contextlib.redirect_stdout(buffer):\n"
+              "            exec(source, {'__name__': '__main__'})\n"
+              "        out.append(', '.join(buffer.getvalue().split()))\n"
+              "    except Exception:\n        out.append(None)\nprint(json.dumps(out))")
+    done = subprocess.run([sys.executable, "-c", runner], input=json.dumps(sources), capture_output=True, text=True,
+                          timeout=120, check=True)
+    return json.loads(done.stdout)
 
 
 # ---------------------------------------------------------------- every item
@@ -55,7 +63,7 @@ def printed(source: str) -> str | None:
 
 @pytest.mark.parametrize("item_id", ITEMS)
 def test_reference_scores_one_and_empty_or_garbled_zero(instances, item_id):
-    for generated in instances[item_id][:10] if item_id == "code-parking-charges" else instances[item_id]:
+    for generated in instances[item_id][:8] if item_id == "code-parking-charges" else instances[item_id]:
         assert score_response(generated.key, generated.reference).score == 1.0
         assert score_response(generated.key, "").score == 0.0
         assert score_response(generated.key, GARBLED).score == 0.0
@@ -63,30 +71,54 @@ def test_reference_scores_one_and_empty_or_garbled_zero(instances, item_id):
 
 
 @pytest.mark.parametrize("item_id", ITEMS)
-def test_same_key_same_instance_and_prompts_differ(instances, item_id):
-    assert make(item_id, SEEDS[0]) == instances[item_id][0]
-    assert len({g.prompt for g in instances[item_id]}) == len(SEEDS)
+def test_same_seed_same_instance_and_prompts_differ(instances, item_id):
+    again = generate(SUITE, SUITE.item(item_id), custom_pool("t-code-0"))
+    assert again.prompt == instances[item_id][0].prompt and again.key == instances[item_id][0].key
+    assert len({g.prompt for g in instances[item_id]}) == SEEDS
 
 
 @pytest.mark.parametrize("item_id", TRACING)
 def test_answers_are_spread(instances, item_id):
     answers = [normalise(g.key.answer, "list") for g in instances[item_id]]
     assert max(answers.count(a) for a in answers) <= 2
-    assert all(len(a) >= 4 for a in answers)
+    assert all(len(a) >= 3 for a in answers)
 
 
-# ---------------------------------------------------------------- tracing items
+@pytest.mark.parametrize("item_id", ITEMS)
+def test_every_measure_lies_in_the_declared_band(instances, item_id):
+    spec = SUITE.item(item_id).difficulty
+    low, high = spec.band
+    assert all(low <= g.difficulty[spec.measure] <= high for g in instances[item_id])
 
 
-@pytest.mark.parametrize("item_id", TRACING)
+# Raising the main driver raises the median measure (without the band's redraws, over the same seeds).
+DRIVERS = {
+    "code-stack-machine": (code.stack_machine, {"max_modulus": 6}, {"max_modulus": 24}, "states"),
+    "code-memo-recursion": (code.memo_recursion, {"modulus": 7}, {"modulus": 12}, "states"),
+    "code-alias-mutation": (code.alias_mutation, {"gadgets": 5}, {"gadgets": 11}, "line_events"),
+    "code-exception-flow": (code.exception_flow, {"parts": 3}, {"parts": 5}, "line_events"),
+    "code-parking-charges": (code.parking_charges, {"sessions": 4}, {"sessions": 10}, "paths"),
+}
+
+
+@pytest.mark.parametrize("item_id", ITEMS)
+def test_raising_the_main_driver_raises_the_measure(item_id):
+    generator, low, high, measure = DRIVERS[item_id]
+    drivers = SUITE.item(item_id).difficulty.drivers
+
+    def median_measure(change: dict) -> float:
+        return median(generator(ItemRng(derive_item_key(f"t-drive-{n}", "gi", item_id, 1)),
+                                **{**drivers, **change}).difficulty[measure] for n in range(40))
+
+    assert median_measure(low) < median_measure({}) < median_measure(high)
+
+
+# ---------------------------------------------------------------- programs that run as shown
+
+
+@pytest.mark.parametrize("item_id", ["code-alias-mutation", "code-memo-recursion", "code-exception-flow"])
 def test_shown_program_prints_the_key_in_a_fresh_interpreter(instances, item_id):
-    sources = [program(g.prompt) for g in instances[item_id]]
-    runner = ("import contextlib, io, json, sys\nout = []\nfor source in json.load(sys.stdin):\n"
-              "    buffer = io.StringIO()\n    with contextlib.redirect_stdout(buffer):\n        exec(source, {})\n"
-              "    out.append(', '.join(buffer.getvalue().split()))\nprint(json.dumps(out))")
-    done = subprocess.run([sys.executable, "-c", runner], input=json.dumps(sources), capture_output=True, text=True,
-                          timeout=120, check=True)
-    assert json.loads(done.stdout) == [g.key.answer for g in instances[item_id]]
+    assert fresh_run([program(g.prompt) for g in instances[item_id]]) == [g.key.answer for g in instances[item_id]]
 
 
 @pytest.mark.parametrize("item_id", TRACING)
@@ -94,155 +126,359 @@ def test_a_plausible_wrong_answer_scores_zero(instances, item_id):
     for generated in instances[item_id]:
         values = generated.key.answer.split(", ")
         near_misses = [", ".join(values[:-1]), ", ".join(values[:-1] + [str(int(values[-1]) + 1)]),
-                       ", ".join(reversed(values)) if values != values[::-1] else "0"]
+                       ", ".join(values[1:] + values[:1])]
         for wrong in near_misses:
             assert score_response(generated.key, f"Traced it.\nANSWER: {wrong}").score == 0.0
         assert score_response(generated.key, f"ANSWER: [{generated.key.answer}]").score == 1.0
 
 
-# Each trap, read the naive way, changes the answer in at least this share of instances.
+# A trap read the naive way changes the printed output in at least this share of the instances that contain it.
 NAIVE_READINGS = {
-    "code-stack-machine": [("if stack[-1] != 0:", "if stack.pop() != 0:", 1.0),  # JNZ popping
-                           ("stack[-2], stack[-1] = stack[-1], stack[-2]", "pass", 0.5)],  # SWAP overlooked
-    "code-alias-mutation": [("def gather(value, into=[]):",
-                             "def gather(value, into=None):\n    into = [] if into is None else into", 1.0),
-                            ("    xs += xs[:n]", "    xs = xs + xs[:n]", 1.0),
-                            ("lambda x: x * k +", "lambda x, k=k: x * k +", 0.8)],
-    "code-memo-recursion": [("return memo[key] + k", "return memo[key]", 0.9),
-                            (re.compile(r"key = n >> \d"), "key = (n, k)", 1.0)],
-    "code-exception-flow": [("            return -x\n", "            pass\n", 0.8),  # finally not overriding
-                            ("return kind is ZeroDivisionError", "return False", 1.0)],
+    "code-alias-mutation": [
+        (re.compile(r"def (put_\w+)\(value, into=\[\]\):"), r"def \1(value, into=None):\n    into = [] if into is None "
+         r"else into", 1.0),                                                                  # defaults not shared
+        (re.compile(r"    xs \+= \[n\]"), "    xs = xs + [n]", 0.6),                            # += as rebinding
+        (re.compile(r"lambda x: x \* k \+"), "lambda x, k=k: x * k +", 0.9),                    # early binding
+        (re.compile(r"= \[([\w\[\]':.]+)\] \* (\d)\n"), r"= [\1[:] for _ in range(\2)]\n", 0.6),  # rows apart
+        (re.compile(r"(\w+) = dict\.fromkeys\(('\w+'), ([^)\n]+)\)"), r"\1 = {k: \3[:] for k in \2}", 0.8),
+        (re.compile(r"( +)(\w+) \+= \[v\]\n"), r"\1\2.extend([v])\n", 1.0),                # += as a global
+        (re.compile(r"for v in (.+):\n    if v > (\d):\n        \1\.remove\(v\)"),
+         r"for v in \1[:]:\n    if v > \2:\n        \1.remove(v)", 0.7),                      # no skipped elements
+    ],
+    "code-exception-flow": [
+        (re.compile(r"if x % (\d) == 0:\n            return x \+ (\d+)"), r"if x % \1 == 0:\n            pass", 0.9),
+        (re.compile(r"return kind is KeyError and"), "return False and", 0.75),              # nothing suppressed
+        (re.compile(r"( +)if x % (\d) != 0:\n +continue\n"), r"\1if x % \2 != 0:\n\1    pass\n", 0.6),
+        (re.compile(r"except IndexError as (err\d+):"), "except IndexError:", 0.8),           # name kept
+    ],
 }
 
 
-@pytest.mark.parametrize("item_id", TRACING)
+@pytest.mark.parametrize("item_id", list(NAIVE_READINGS))
 def test_naive_readings_of_the_traps_give_other_answers(instances, item_id):
-    for old, new, share in NAIVE_READINGS[item_id]:
-        changed = 0
-        for generated in instances[item_id]:
-            source = program(generated.prompt)
-            altered = old.sub(new, source) if isinstance(old, re.Pattern) else source.replace(old, new)
-            assert altered != source
-            changed += printed(altered) != generated.key.answer
-        assert changed >= share * len(SEEDS), (new, changed)
+    for pattern, replacement, share in NAIVE_READINGS[item_id]:
+        containing = [g for g in instances[item_id] if pattern.search(program(g.prompt))]
+        assert containing, pattern.pattern
+        altered = fresh_run([pattern.sub(replacement, program(g.prompt)) for g in containing])
+        changed = sum(new != g.key.answer for new, g in zip(altered, containing))
+        assert changed >= share * len(containing), (pattern.pattern, changed, len(containing))
 
 
-def test_stack_machine_bytecode_is_well_formed(instances):
+def test_every_exception_piece_and_alias_route_occurs(instances):
+    """Across the seeds every kind of piece shows up, so the traps above are all exercised."""
+    alias = "\n".join(program(g.prompt) for g in instances["code-alias-mutation"])
+    for marker in ("into=[]", "] * ", "xs += [n]", "dict.fromkeys", "lambda x: x * k", "next(", "[:] = ", ".remove(v)",
+                   "except TypeError", "items = []", "seen=", "list(", ".setdefault(", "zip(", "nonlocal items",
+                   "except UnboundLocalError"):
+        assert marker in alias, marker
+    flow = "\n".join(program(g.prompt) for g in instances["code-exception-flow"])
+    for marker in ("finally:\n        if x %", "def __exit__", ".throw(ValueError)", "continue", "from err",
+                   "except NameError", "raise KeyError(self.name)"):
+        assert marker in flow, marker
+
+
+# ---------------------------------------------------------------- the stack machine: cycle solver from the prompt
+
+
+def read_machine(prompt: str, vm_edit=None):
+    """The shown interpreter (optionally edited), program and initial memory, read from the prompt."""
+    source = program(prompt)
+    vm_source, rest = source.split("\n\nPROGRAM = ", 1)
+    if vm_edit is not None:
+        old, new = vm_edit
+        assert old in vm_source
+        vm_source = vm_source.replace(old, new)
+    namespace: dict = {}
+    exec(vm_source, namespace)
+    listing = ast.literal_eval(rest.split("\nmem = ", 1)[0])
+    mem = ast.literal_eval(rest.split("\nmem = ", 1)[1].split("\n", 1)[0])
+    return namespace["run"], listing, mem
+
+
+def solve_machine(run, listing, mem):
+    """Run the shown interpreter one loop pass at a time (LOOP replaced by HALT, whose step stands for LOOP's),
+    until the cells that are only ever stored straight after a MOD repeat; extrapolate the other cells and the steps
+    linearly over the cycle. Returns the printed integers and the number of distinct states."""
+    (loop,) = [i for i, (op, _) in enumerate(listing) if op == "LOOP"]
+    assert listing[loop][1] == 0 and listing[loop + 1] == ("HALT", None) and loop + 2 == len(listing)
+    stores = [(i, arg) for i, (op, arg) in enumerate(listing) if op == "STORE"]
+    bounded = sorted({c for _, c in stores} - {c for i, c in stores if listing[i - 1][0] != "MOD"})
+    one_pass = listing[:loop] + [("HALT", None)]
+    passes, mem = mem[0], list(mem)
+    history, steps, seen = [list(mem)], [], {}
+    while tuple(mem[c] for c in bounded) not in seen:
+        seen[tuple(mem[c] for c in bounded)] = len(steps)
+        steps.append(run(one_pass, mem))
+        mem[0] -= 1
+        history.append(list(mem))
+        if len(steps) == passes:
+            return [sum(steps) + 1] + mem[1:], len(steps)
+    start = seen[tuple(mem[c] for c in bounded)]
+    period = len(steps) - start
+    cycles, rest = divmod(passes - start, period)
+    final = list(history[start + rest])
+    for c in range(1, len(mem)):
+        if c not in bounded:
+            final[c] += cycles * (history[-1][c] - history[start][c])
+    total = sum(steps[:start]) + cycles * sum(steps[start:]) + sum(steps[start:start + rest])
+    return [total + 1] + final[1:], len(steps)
+
+
+def test_stack_machine_key_comes_from_the_cycle_and_the_cycle_solver_matches_the_shown_script(instances):
+    small_runs, expected = [], []
     for generated in instances["code-stack-machine"]:
-        listing = program(generated.prompt).split("PROGRAM = ")[1].split("\n\nfor value")[0]
-        bytecode = ast.literal_eval(listing)
-        targets = [arg for op, arg in bytecode if op in ("JZ", "JNZ", "JMP", "CALL")]
-        assert all(0 <= t < len(bytecode) for t in targets)
-        assert ("HALT", None) in bytecode and bytecode[-1] == ("RET", None)
-        assert 6 <= len(generated.key.answer.split(", ")) <= 18
-
-
-def test_exception_flow_exercises_every_path(instances):
-    for generated in instances["code-exception-flow"]:
+        run, listing, mem = read_machine(generated.prompt)
+        printed, states = solve_machine(run, listing, mem)
+        assert ", ".join(map(str, printed)) == generated.key.answer
+        assert states == generated.difficulty["states"]
+        assert 10 ** 9 <= mem[0] and math.log10(printed[0]) > 10  # far too long to step through
         source = program(generated.prompt)
-        a, b = map(int, re.search(r"if x % (\d+) == 0:\n\s+return \d+ // \(x % (\d+)\)", source).groups())
-        c = int(re.search(r"if x % (\d+) == 0:\n\s+raise Halt", source).group(1))
-        f = int(re.search(r"if x % (\d+) == 0:\n\s+return -x", source).group(1))
-        namespace = {"print": lambda *args: None}
-        exec(source, namespace)
-        ran = range(int(re.search(r"range\((\d+), ", source).group(1)), namespace["x"] + 1)
-        assert any(x % a == 0 and x % b == 0 for x in ran)  # ZeroDivisionError swallowed by __exit__
-        assert any(x % a == 0 and x % b for x in ran)       # return inside try skips else
-        assert any(x % a and x % c == 0 for x in ran)       # Halt caught
-        assert any(x % f == 0 for x in ran)                 # return in finally overrides
+        for passes in (1, 2, states - 1, states, states + 1, 3 * states + 7):
+            small_runs.append(re.sub(r"\nmem = \[\d+,", f"\nmem = [{passes},", source))
+            expected.append(", ".join(map(str, solve_machine(run, listing, [passes] + mem[1:])[0])))
+    assert fresh_run(small_runs) == expected
 
 
-def test_memo_recursion_call_counts_are_traceable(instances):
+MACHINE_TRAPS = [  # a canonical reading of an instruction changes the answer in at least this share of instances
+    (("top = stack.pop()\n            stack.append(top - stack.pop())",
+      "top = stack.pop()\n            stack.append(stack.pop() - top)"), 0.8),  # SUB as below minus top
+    (("if stack.pop() % 2 == 1:", "if stack.pop() % 2 == 0:"), 1.0),           # SKIP on even
+    (("stack.append(stack[-2])", "stack.append(stack[-1])"), 0.2),             # OVER as DUP
+]
+
+
+def test_stack_machine_canonical_readings_give_other_answers(instances):
+    for edit, share in MACHINE_TRAPS:
+        changed = 0
+        for generated in instances["code-stack-machine"]:
+            printed, _ = solve_machine(*read_machine(generated.prompt, edit))
+            changed += ", ".join(map(str, printed)) != generated.key.answer
+        assert changed >= share * SEEDS, (edit, changed)
+
+
+def test_stack_machine_one_pass_more_or_less_changes_the_answer(instances):
+    for generated in instances["code-stack-machine"]:
+        run, listing, mem = read_machine(generated.prompt)
+        for passes in (mem[0] - 1, mem[0] + 1):
+            assert ", ".join(map(str, solve_machine(run, listing, [passes] + mem[1:])[0])) != generated.key.answer
+
+
+# ---------------------------------------------------------------- the recursion: the period and the reach
+
+
+def recursion_parts(prompt: str):
+    source = program(prompt)
+    definitions, calls = source.split("\n\nprint(f(", 1)
+    top = int(calls.split(")", 1)[0])
+    namespace: dict = {}
+    exec(definitions, namespace)
+    return namespace, top
+
+
+def test_recursion_values_follow_from_the_period_and_the_calls_from_the_reach(instances):
     for generated in instances["code-memo-recursion"]:
-        first, second, calls, entries = map(int, generated.key.answer.split(", "))
-        assert 30 <= calls <= 64 and 0 < entries < calls
+        namespace, top = recursion_parts(generated.prompt)
+        f, g = namespace["f"], namespace["g"]
+        values = [(f(n), g(n)) for n in range(top + 1)]  # increasing n: every call is shallow
+        phase = math.lcm(*map(int, re.findall(r"n % (\d+)", program(generated.prompt))))
+        seen, first = {}, None
+        for n in range(3, top + 1):
+            state = (tuple(values[n - 3:n]), n % phase)
+            if state in seen:
+                first = (seen[state], n)
+                break
+            seen[state] = n
+        assert first is not None
+        start, repeat = first
+        period = repeat - start
+        assert repeat - 3 == generated.difficulty["states"]
+        shortcut = start + (top - start) % period  # where the cycle puts the argument
+        f_value, g_value, calls = map(int, generated.key.answer.split(", "))
+        assert values[shortcut] == values[top] == (f_value, g_value)
+        # The call count is the number of arguments the recursion reaches from f(top) and g(top).
+        reached, stack = set(), [("f", top), ("g", top)]
+        bodies = {name: re.search(rf"def {name}\(n\):.*?\n    elif n % (\d) == (\d):\n        value = (.*?)\n"
+                                  rf"    else:\n        value = (.*?)\n", program(generated.prompt), re.S).groups()
+                  for name in ("f", "g")}
+        while stack:
+            name, n = stack.pop()
+            if (name, n) in reached:
+                continue
+            reached.add((name, n))
+            if n >= 3:
+                q, r, then, other = bodies[name]
+                text = then if n % int(q) == int(r) else other
+                stack += [(callee, n - int(back)) for callee, back in re.findall(r"([fg])\(n - (\d)\)", text)]
+        assert len(reached) == calls
+        assert calls <= 0.95 * (2 * top + 2)  # not nearly every argument, so the reach needs reasoning
+
+
+def test_recursion_is_too_deep_to_trace(instances):
+    for generated in instances["code-memo-recursion"]:
+        _, top = recursion_parts(generated.prompt)
+        assert top >= 3000 and generated.difficulty["unmemoised_calls_log10"] > 100
 
 
 # ---------------------------------------------------------------- the code-writing item
 
 
-def read_rules(prompt: str) -> dict:
-    """The constants and rule order as the prompt states them."""
+def read_tariff(prompt: str) -> dict:
+    """The constants as the prompt states them."""
     def number(pattern: str) -> int:
         return int(re.search(pattern, prompt).group(1))
 
-    days = re.search(r"d % 7 equal to (\d)(?: or (\d))?", prompt).groups()
-    return {"grace": number(r"at most (\d+) minutes \(end"), "block": number(r"started block of (\d+) minutes"),
-            "rate": number(r"piece costs (\d+) cents per started"), "cap": number(r"pays at most (\d+) cents"),
-            "flat": number(r"costs a flat (\d+) cents"), "weekend": {int(d) for d in days if d},
-            "ev": number(r"reduced by (\d+)% of it"), "from": number(r"from a plate's (\d)(?:st|nd|rd|th) counted"),
-            "off": number(r"reduced by (\d+) cents, but never"), "ev_first": "5. Electric" in prompt}
+    return {"reentry": number(r"starts at most (\d+) minutes after the end"),
+            "grace": number(r"A visit lasting at most (\d+) minutes"),
+            "night_hour": number(r"night piece costs (\d+) cents per started hour"),
+            "night_max": number(r"never more than (\d+) cents"),
+            "weekend": {int(d) for d in re.findall(r"\(d % 7 == (\d)\)",
+                                                   prompt.split("Rule 5 (")[1].split("Rule 6 (")[0])},
+            "flat": number(r"costs a flat (\d+) cents"),
+            "rate": number(r"day piece costs (\d+) cents per started block"),
+            "block": number(r"started block of (\d+) minutes"), "cap": number(r"cost at most (\d+) cents in total"),
+            "ev": number(r"reduced by (\d+)% of it"), "from": number(r"From a plate's (\d)(?:st|nd|rd|th) counted"),
+            "off": number(r"reduced by (\d+) cents, but never"), "long": number(r"costs at most (\d+) \\?\s*cents per "
+                                                                                r"started 1440"),
+            "rate_day": number(r"Amendment A \(effective from day index (\d+)\)"),
+            "new_rate": number(r"or later costs (\d+) cents per started block instead"),
+            "cap_day": number(r"Amendment B \(effective from day index (\d+)\)"),
+            "new_cap": number(r"The daily cap of rule 5 is (\d+) cents instead"),
+            "grace_day": number(r"Amendment C \(effective from day index (\d+)\)"),
+            "new_grace": number(r"the grace period of rule 2 is (\d+) minutes instead")}
 
 
-def independent_charges(rules: dict, sessions: list) -> dict:
-    """A second implementation, written from the prompt's wording: walk each day a session touches."""
+def independent_charges(t: dict, sessions: list) -> dict:
+    """A second implementation written from the prompt's wording: visits first, then each visit minute boundary by
+    boundary."""
     owed = dict.fromkeys((s[0] for s in sessions), 0)
-    paid_per_day: dict = {}
-    counted: dict = {}
+    by_plate: dict = {}
     for position, (plate, start, end, electric) in sorted(enumerate(sessions), key=lambda e: (e[1][1], e[0])):
-        if end - start <= rules["grace"]:
-            continue
-        charge = 0
-        for day in range(start // 1440, (end - 1) // 1440 + 1):
-            minutes = min(end, 1440 * (day + 1)) - max(start, 1440 * day)
-            if day % 7 in rules["weekend"]:
-                charge += rules["flat"]
+        visits = by_plate.setdefault(plate, [])
+        if visits and start <= visits[-1]["end"] + t["reentry"]:
+            visits[-1]["end"] = max(visits[-1]["end"], end)
+            visits[-1]["electric"] = visits[-1]["electric"] and electric
+        else:
+            visits.append({"start": start, "end": end, "electric": electric})
+    for plate, visits in by_plate.items():
+        counted, daily = 0, {}
+        for v in visits:
+            start, end, electric = v["start"], v["end"], v["electric"]
+            if end - start <= (t["new_grace"] if start // 1440 >= t["grace_day"] else t["grace"]):
                 continue
-            blocks = (minutes + rules["block"] - 1) // rules["block"]
-            already = paid_per_day.get((plate, day), 0)
-            piece = max(0, min(blocks * rules["rate"], rules["cap"] - already))
-            paid_per_day[plate, day] = already + piece
-            charge += piece
-        counted[plate] = counted.get(plate, 0) + 1
-        steps = ["ev", "loyal"] if rules["ev_first"] else ["loyal", "ev"]
-        for step in steps:
-            if step == "ev" and electric:
-                charge = charge - (charge * rules["ev"]) // 100
-            elif step == "loyal" and counted[plate] >= rules["from"]:
-                charge = max(0, charge - rules["off"])
-        owed[plate] += charge
+            counted += 1
+            cuts = sorted({start, end} | {d * 1440 + m for d in range(start // 1440, end // 1440 + 1)
+                                          for m in (420, 1140) if start < d * 1440 + m < end})
+            day_part = night_part = 0
+            weekend_piece = False
+            for a, b in zip(cuts, cuts[1:]):
+                if 420 <= a % 1440 < 1140:
+                    day = a // 1440
+                    if day % 7 in t["weekend"]:
+                        day_part += t["flat"]
+                        weekend_piece = True
+                        continue
+                    rate = t["new_rate"] if day >= t["rate_day"] and not electric else t["rate"]
+                    cap = t["new_cap"] if day >= t["cap_day"] else t["cap"]
+                    cost = min(math.ceil((b - a) / t["block"]) * rate, cap - daily.get(day, 0))
+                    daily[day] = daily.get(day, 0) + cost
+                    day_part += cost
+                else:
+                    night_part += min(t["night_max"], math.ceil((b - a) / 60) * t["night_hour"])
+            if electric:
+                day_part -= math.floor(day_part * t["ev"] / 100)
+            charge = day_part + night_part
+            if counted >= t["from"] and (not weekend_piece or electric):
+                charge = max(0, charge - t["off"])
+            if end - start > 1440:
+                charge = min(charge, t["long"] * math.ceil((end - start) / 1440))
+            owed[plate] += charge
     return owed
 
 
 def test_parking_key_matches_an_independent_reading_of_the_prompt(instances):
     for generated in instances["code-parking-charges"]:
-        rules = read_rules(generated.prompt)
-        assert isinstance(generated.key, CodeTestsKey) and len(generated.key.tests) == 14
+        tariff = read_tariff(generated.prompt)
+        assert isinstance(generated.key, CodeTestsKey) and len(generated.key.tests) == 40
         for test in generated.key.tests:
             (sessions,) = ast.literal_eval(test.args)
-            assert independent_charges(rules, sessions) == ast.literal_eval(test.expected)
-        for call, result in re.findall(r"charges\((\[.*?\])\)\n\s+== (\{.*?\})", generated.prompt):
-            assert independent_charges(rules, ast.literal_eval(call)) == ast.literal_eval(result)
+            assert independent_charges(tariff, sessions) == ast.literal_eval(test.expected)
+        examples = re.findall(r"charges\((\[.*?\])\)\n\s+== (\{.*?\})", generated.prompt)
+        assert len(examples) == 2
+        for call, result in examples:
+            assert independent_charges(tariff, ast.literal_eval(call)) == ast.literal_eval(result)
 
 
-# A plausible wrong implementation is the reference with one rule misread; the hidden tests must catch it.
+def test_parking_prompt_is_a_long_specification(instances):
+    for generated in instances["code-parking-charges"]:
+        assert 5_000 <= len(generated.prompt) <= 16_000
+        assert generated.prompt.count("Rule ") >= 8 and generated.prompt.count("Amendment ") >= 5
+
+
+# A plausible wrong implementation is the reference with one rule misread: the hidden tests catch it in at least
+# `caught` of the instances, and it fails at least `failed` of an instance's tests on average.
 MISREADINGS = {
-    "cap per session": ("room = CAP - day_charged.get((plate, day), 0)", "room = CAP", 1.0),
-    "blocks rounded down": ("-(-(piece_end - t) // BLOCK)", "((piece_end - t) // BLOCK)", 1.0),
-    "grace exclusive": ("if end - start <= GRACE:", "if end - start < GRACE:", 1.0),
-    "discounts swapped": ("if EV_FIRST and electric:", "if not EV_FIRST and electric:", 1.0),
-    "discount rounded up": ("cost -= cost * EV_PERCENT // 100", "cost = cost * (100 - EV_PERCENT) // 100", 0.9),
-    "loyalty one late": ("loyal = counted[plate] >= LOYAL_FROM", "loyal = counted[plate] > LOYAL_FROM", 0.9),
-    "input order": ("sorted(range(len(sessions)), key=lambda i: (sessions[i][1], i))", "range(len(sessions))", 0.9),
-    "weekends ignored": ("if day % 7 in WEEKEND_DAYS:", "if False:", 1.0),
+    "no re-entry merging": ("start <= previous[2] + REENTRY", "start < previous[2] - 10 ** 9", 1.0, 0.3),
+    "re-entry limit exclusive": ("start <= previous[2] + REENTRY", "start < previous[2] + REENTRY", 0.8, 0.0),
+    "grace exclusive": ("if end - start <= grace:", "if end - start < grace:", 0.9, 0.0),
+    "grace amendment ignored": ("grace = NEW_GRACE if start // 1440 >= GRACE_DAY else GRACE", "grace = GRACE",
+                                0.9, 0.0),
+    "cap per visit": ("paid = day_paid.get((plate, day), 0)", "paid = 0", 1.0, 0.1),
+    "blocks rounded down": ("-(-minutes // BLOCK)", "(minutes // BLOCK)", 1.0, 0.5),
+    "night hours rounded down": ("-(-minutes // 60)", "(minutes // 60)", 1.0, 0.3),
+    "electric on the night part too": ("        cost = day_part + night_part\n",
+                                       "        cost = day_part + night_part\n        if electric:\n"
+                                       "            cost -= night_part * EV_PERCENT // 100\n", 1.0, 0.3),
+    "loyalty exceptions ignored": ("(electric or not weekend)", "True", 0.9, 0.0),
+    "exception to the exception ignored": ("(electric or not weekend)", "(not weekend)", 0.9, 0.0),
+    "amendment D ignored": ("day >= RATE_DAY and not electric", "day >= RATE_DAY", 1.0, 0.1),
+    "amendment B ignored": ("cap = NEW_CAP if day >= CAP_DAY else CAP", "cap = CAP", 0.8, 0.0),
+    "long stays unbounded": ("cost = min(cost, LONG_STAY", "cost = max(cost, LONG_STAY", 0.9, 0.0),
+    "electric if any part is": ("previous[3] and electric", "previous[3] or electric", 0.9, 0.0),
 }
 
 
 def test_hidden_tests_catch_each_misreading(instances):
-    for name, (old, new, share) in MISREADINGS.items():
-        caught = 0
+    for name, (old, new, caught_share, failed_share) in MISREADINGS.items():
+        caught, failed = 0, []
         for generated in instances["code-parking-charges"]:
             source = program(generated.reference)
-            assert old in source
+            assert old in source, name
             namespace: dict = {}
             exec(source.replace(old, new), namespace)
-            caught += any(repr(namespace["charges"](*ast.literal_eval(t.args))) != t.expected
-                          for t in generated.key.tests)
-        assert caught >= share * len(SEEDS), (name, caught)
+            wrong = [repr(namespace["charges"](*ast.literal_eval(t.args))) != t.expected for t in generated.key.tests]
+            caught += any(wrong)
+            failed.append(sum(wrong) / len(wrong))
+        assert caught >= caught_share * SEEDS, (name, caught)
+        assert median(failed) >= failed_share, (name, median(failed))
 
 
 def test_a_misread_implementation_scores_partially_in_the_sandbox(instances):
     generated = instances["code-parking-charges"][0]
-    wrong = generated.reference.replace("if EV_FIRST and electric:", "if not EV_FIRST and electric:")
-    assert 0.0 <= score_response(generated.key, wrong).score < 1.0
+    wrong = generated.reference.replace("(electric or not weekend)", "(not weekend)")
+    assert 0.0 < score_response(generated.key, wrong).score < 1.0
     assert score_response(generated.key, "```python\ndef charges(sessions):\n    return {}\n```").score == 0.0
+
+
+# ---------------------------------------------------------------- fairness: every instance yields to pencil work
+
+
+def test_fairness_each_instance_is_within_reach_of_careful_reasoning(instances):
+    """What a solver without tools has to do stays bounded (well under ~30k tokens of thinking, an hour or two by
+    hand), while stepping the programs is out of reach:
+    - stack machine: decompile at most ~60 instructions into one update per bounded cell, iterate that recurrence for
+      at most 64 passes until it repeats, then extrapolate cells, accumulators and steps with one division;
+    - recursion: iterate two small recurrences for at most 90 terms until the state repeats, and count the reach from
+      the branches' pattern over n modulo 6 at most;
+    - aliasing and exceptions: programs of at most 90 lines whose traces stay within 650 line events;
+    - tariff: a specification under 4,000 tokens whose every rule is stated with its constants, and two examples."""
+    for generated in instances["code-stack-machine"]:
+        _, listing, mem = read_machine(generated.prompt)
+        assert len(listing) <= 64 and generated.difficulty["states"] <= 64 and len(mem) <= 6
+    for generated in instances["code-memo-recursion"]:
+        assert generated.difficulty["states"] <= 90
+        assert all(int(q) <= 4 for q in re.findall(r"n % (\d+)", program(generated.prompt)))
+    for item_id in ("code-alias-mutation", "code-exception-flow"):
+        for generated in instances[item_id]:
+            assert program(generated.prompt).count("\n") <= 90 and generated.difficulty["line_events"] <= 650
+    for generated in instances["code-parking-charges"]:
+        assert len(generated.prompt) <= 16_000
