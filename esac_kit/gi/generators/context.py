@@ -150,6 +150,8 @@ def inventory_ledger(rng: ItemRng, *, entries: int = 700, target_share: int = 11
             kind = "rec"
         if kind == "count" and (true_sku, wh) in counted:
             kind = "note"
+        if kind == "park" and sku == old:
+            kind = "rec"                       # a parked entry of the retired code would straddle the notice
         if relabelled and sku == target and kind in ("rec", "ship") and rng.randint(1, 3) == 1:
             sku = old                          # keyed with the retired label: counts as the target by the notice
         stamp = clock(step)
@@ -483,7 +485,7 @@ def _per_diem_world(rng: ItemRng, count: int, length: int):
             return ("deduction", rng.choice(MEALS)), 5 * rng.randint(3, 12)
         return ("surcharge",), rng.choice((15, 20, 25, 30, 40))
 
-    statuses = ["draft"] * 3 + ["withdrawn"] + ["in force"] * (count - 4)
+    statuses = ["draft"] * 3 + ["in force"] * (count - 3)
     rng.shuffle(statuses)
     for n, status in enumerate(statuses):
         focus = rng.randint(1, 5) <= 3
@@ -510,17 +512,31 @@ def _per_diem_world(rng: ItemRng, count: int, length: int):
     docs.sort(key=lambda d: d["issue"])
     for a, b in zip(docs, docs[1:]):
         b["issue"] = max(b["issue"], a["issue"] + dt.timedelta(1))
-    # errata: correct one value in each of two circulars in force, issued after them
+    actual = []
+    for k, city in enumerate(nights):
+        base = _pd_values(docs, ("lodging", _pd_values(docs, ("band", city), start)[0]), start)[0]
+        actual.append(base + rng.choice([-35, -20, -10, 5, 15, 30, 45, 70]) + (15 if (start + dt.timedelta(k)).weekday()
+                                                                            >= 4 else 0))
+    provided = sorted(rng.sample([(d, m) for d in range(length + 1) for m in MEALS], rng.randint(4, 7)))
+    trip = {"nights": nights, "start": start, "end": end, "actual": actual, "meals": provided, "fairs": fairs,
+            "year": year, "cities": cities}
+    # the withdrawn circular and the errata hit settings the claim uses, so that reading them matters
+    for n, d in enumerate(docs):
+        d["no"] = n
+    used: set = set()
+    _price_trip(docs, trip, used=used)
+    winners = sorted({(n, key) for n, key in used if n > 1 and docs[n]["status"] == "in force"}, key=str)
+    withdrawn = docs[rng.choice(sorted({n for n, _ in winners}))] if winners else rng.choice(docs[2:])
+    withdrawn["withdrawn"] = True
     extra = []
-    for target in rng.sample([d for d in docs[2:] if d["status"] == "in force" and not d["withdrawn"]], 2):
-        key, value = rng.choice(target["settings"])
-        if value == "none" or key[0] == "band":
-            continue
+    fixable = [(docs[n], key) for n, key in winners if docs[n] is not withdrawn and key[0] != "band"
+               and dict(docs[n]["settings"])[key] != "none"]
+    for target, key in rng.sample(fixable, min(2, len(fixable))):
+        value = dict(target["settings"])[key]
         right = value + (5 if key[0] == "lodging" else 4) * rng.choice([-6, -3, 3, 5, 8]) if key[0] != "deduction" \
             and key[0] != "surcharge" else value + 5 * rng.choice([-1, 1, 2])
         extra.append({"kind": "erratum", "of": target, "key": key, "printed": value, "right": right,
                       "issue": target["issue"] + dt.timedelta(rng.randint(5, 60))})
-    withdrawn = next(d for d in docs if d["withdrawn"])
     extra.append({"kind": "withdrawal", "of": withdrawn, "issue": withdrawn["issue"] + dt.timedelta(rng.randint(4, 50))})
     for _ in range(5):
         extra.append({"kind": "topic", "topic": rng.choice(CIRCULAR_TOPICS),
@@ -550,14 +566,6 @@ def _per_diem_world(rng: ItemRng, count: int, length: int):
         if e["kind"] == "erratum":
             e["of"]["corrected"][e["key"]] = e["right"]
             e["of"]["erratum_no"][e["key"]] = e["no"]
-    actual = []
-    for k, city in enumerate(nights):
-        base = _pd_values(docs, ("lodging", _pd_values(docs, ("band", city), start)[0]), start)[0]
-        actual.append(base + rng.choice([-35, -20, -10, 5, 15, 30, 45, 70]) + (15 if (start + dt.timedelta(k)).weekday()
-                                                                            >= 4 else 0))
-    provided = sorted(rng.sample([(d, m) for d in range(length + 1) for m in MEALS], rng.randint(4, 7)))
-    trip = {"nights": nights, "start": start, "end": end, "actual": actual, "meals": provided, "fairs": fairs,
-            "year": year, "cities": cities}
     return trip, docs
 
 
