@@ -267,7 +267,7 @@ def read_grants(prompt, ignore_notes=False):
         since = int(re.search(r"Clause 4 is replaced by: .*?awarded in (\d+) or later", prompt)[1])
         calibrated = re.search(r"Every score Dr (\w+) gives in this round is lowered by 1 point", prompt)[1]
         theme = re.search(r"strategic theme '([^']+)' is exempt from the department cap", prompt)[1]
-        bridging = "A bridging award (reference starting BR-) does not count as an active award" in prompt
+        bridging = "mention an active award, a bridging award (reference starting BR-) does not count as one" in prompt
     minutes, memo = prompt.split("MINUTES OF THE PANEL MEETING")[1].split("OFFICE MEMO after the meeting")
     props, current = {}, None
     said = r"(?:I scored it (\d+)|(\d+) from me|I'm at (\d+)|My score is (\d+)|I gave it (\d+)|I landed on (\d+))\.$"
@@ -366,7 +366,7 @@ def read_rights(prompt, strict_end=True, ignore=()):
     def holder(territory):
         live = sorted(g for g in grants if g[3] == territory and (g[0] <= today or "future" in ignore))
         for start, _, agreement, _ in reversed(live):
-            end = max([agreements[agreement]["end"]] + [e for a, e in extensions if a == agreement])
+            end = ([agreements[agreement]["end"]] + [e for a, e in extensions if a == agreement])[-1]
             ended = (today > end if strict_end else today >= end) and "expiry" not in ignore
             removed = any(a == agreement and t == territory and start < e <= today for a, t, e in removals)
             stopped = any(a == agreement and (s < today if strict_end else s <= today) for a, s in stops)

@@ -109,7 +109,8 @@ def inventory_ledger(rng: ItemRng, *, entries: int = 700, target_share: int = 11
         links.setdefault(number, set()).update(fixes)
 
     def clock(step: int) -> str:
-        minute = 7 * 60 + 10 + (step * 97) % 600
+        within = step * days % steps / steps            # where the step falls inside its day, from 0 to 1
+        minute = 7 * 60 + 10 + int(within * 600)
         return f"{minute // 60:02d}:{minute % 60:02d}"
 
     for step in range(steps):
@@ -413,7 +414,7 @@ def _price_trip(circulars, trip, rules=frozenset(), used=None):
     return total * 100
 
 
-def per_diem_memos(rng: ItemRng, *, circulars: int = 58, nights: int = 12, trap_floor: int = 3) -> Generated:
+def per_diem_memos(rng: ItemRng, *, circulars: int = 60, nights: int = 12, trap_floor: int = 3) -> Generated:
     """A travel claim priced under a year of circulars: bands, city rates, errata, drafts, a withdrawal, fairs."""
     while True:
         made = _per_diem_world(rng, circulars, nights)
@@ -990,7 +991,7 @@ CODENAMES = ["TIDEMARK", "LANTERN", "HOLLOWAY", "QUARRY", "SEXTANT", "MERIDIAN",
              "KESTREL", "FATHOM", "GRANARY", "LODESTAR", "PALISADE", "RUNNEL", "THRESHOLD", "WICKET", "ZEPHYR",
              "ANVIL", "BEACON", "CAIRN", "DELTA", "EMBER", "FLINT", "GANTRY", "HARROW", "INLET", "JUNIPER", "KILN",
              "LARCH", "MOORING", "NETTLE", "ORCHARD", "PINNACLE", "QUILL", "REEF", "SPINDLE", "TALLOW", "UPLAND",
-             "VESPER", "WEIR", "YARROW"]
+             "VESPER", "WEIR", "YARROW", "ALDER", "BRACKEN", "COPSE", "DUNLIN", "EYRIE", "FERN", "GLADE", "HEATH"]
 THEMES = ["Coastal resilience", "Digital heritage", "Healthy ageing", "Low-carbon materials", "Food security"]
 SAYINGS = ["I scored it {s}.", "{s} from me.", "I'm at {s}.", "My score is {s}.", "I gave it {s}.",
            "I landed on {s}."]
@@ -1097,7 +1098,7 @@ GRANT_TRAPS = ("withdrawals", "strikes", "corrections", "calibration", "exceptio
                "bridging", "trims", "theme")
 
 
-def grant_panel(rng: ItemRng, *, proposals: int = 42, trap_floor: int = 5) -> Generated:
+def grant_panel(rng: ItemRng, *, proposals: int = 44, trap_floor: int = 5) -> Generated:
     """Which proposals a fund's rules, as clarified during the round, select from a long panel meeting's minutes."""
     while True:
         world = _grant_world(rng, proposals)
@@ -1116,7 +1117,7 @@ def _grant_world(rng: ItemRng, count: int) -> dict:
     year = rng.randint(2025, 2031)
     names = rng.sample(SURNAMES, 7)
     chair, panel = names[0], names[1:7]
-    pis = [f"{rng.choice('ABCDEFGHJKLMNPRSTW')}. {rng.choice(SURNAMES)}" for _ in range(count)]
+    pis = rng.sample([f"{i}. {n}" for i in "ABCDEFGHJKLMNPRSTW" for n in SURNAMES if n not in names], count)
     depts = rng.sample(DEPARTMENTS, 5)
     window = rng.choice([5, 6, 7, 8])
     since_printed = year - window
@@ -1229,8 +1230,9 @@ def _grant_prompt(rng: ItemRng, world: dict) -> str:
         ("CN-3", f"Strategic theme. A proposal submitted under the strategic theme '{rules['theme']}' is exempt from "
                  "the department cap of clause 7: the cap does not limit it and its amount does not count towards "
                  "its department's total. It still needs the score floor and the budget."),
-        ("CN-4", "Bridging awards. A bridging award (reference starting BR-) does not count as an active award for "
-                 "clause 4; a research award (reference starting RA-) does."),
+        ("CN-4", "Bridging awards. Wherever the rules of this round, as clarified by any note, mention an active "
+                 "award, a bridging award (reference starting BR-) does not count as one; a research award (reference "
+                 "starting RA-) does."),
     ]
     rng.shuffle(notes)
     notes = [(f"CN-{k + 1}", text) for k, (_, text) in enumerate(notes)]
@@ -1375,7 +1377,7 @@ def _rights_holder(docs, territory, today, rules=RIGHTS_TRAPS, used=None):
     def in_force(start, agreement):
         extensions = [d for d in binding if d["kind"] == "extend" and d["of"] == agreement]
         note(*extensions)
-        end = max([agreements[agreement]["end"]] + [d["end"] for d in extensions])
+        end = extensions[-1]["end"] if extensions else agreements[agreement]["end"]   # the latest replacement
         if today > end and "expiry" in rules:
             return False
         for d in binding:
@@ -1408,7 +1410,7 @@ def _rights_holder(docs, territory, today, rules=RIGHTS_TRAPS, used=None):
     return "none"
 
 
-def distribution_rights(rng: ItemRng, *, agreements: int = 22, asked: int = 6, trap_floor: int = 4) -> Generated:
+def distribution_rights(rng: ItemRng, *, agreements: int = 24, asked: int = 6, trap_floor: int = 4) -> Generated:
     """Who holds each of several territories on a date, under a long bundle of agreements and later documents."""
     while True:
         made = _rights_world(rng, agreements)
