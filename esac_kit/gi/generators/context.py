@@ -793,7 +793,7 @@ def config_rollbacks(rng: ItemRng, *, entries: int = 780, asked: int = 6) -> Gen
     stop = rng.randint(entries * 3 // 4, entries * 9 // 10)
     answer, asked_at, decisive = None, None, 0
     asked_services = rng.sample(services, asked)
-    errata_left = rng.randint(2, 3)
+    errata_due = sorted(rng.sample(range(stop // 10, stop - 5), rng.randint(2, 3)))   # spread over the day
 
     def stamp(t):
         return f"{t // 3600:02d}:{t // 60 % 60:02d}:{t % 60:02d}"
@@ -911,8 +911,9 @@ def config_rollbacks(rng: ItemRng, *, entries: int = 780, asked: int = 6) -> Gen
                 status = "HELD (freeze)"
             elif not failed:
                 sources = {cid}
-                if value is not None and env == "production" and errata_left and n < stop and rng.randint(1, 8) == 1:
-                    errata_left -= 1
+                if value is not None and env == "production" and key == target and errata_due \
+                        and errata_due[0] <= n < stop:
+                    errata_due.pop(0)
                     shown = rng.choice([v for v in CONFIG_KEYS[key] if v != value])
                     text = f"SET {scope} {key} = {shown}"
                     review.append(f"- {cid} is logged as setting {key} = {shown} at {scope}, but the deploy tool "
@@ -931,7 +932,10 @@ def config_rollbacks(rng: ItemRng, *, entries: int = 780, asked: int = 6) -> Gen
         for env in ("production", "staging") for scope in scopes
         if any((env, scope, key) in baseline for key in keys))
     catalogue = "\n".join(f"  {s:<10}  group:{initial_group[s]:<6}  region:{region[s]}" for s in services)
-    noise = [f"- {rng.choice(lines[:stop]).split()[0]}: reviewed, the change behaved as logged." for _ in range(3)]
+    corrected = {finding.split()[1] for finding in review}
+    plain = [line.split()[0] for line in lines[:stop] if "  SET " in line and "applied;" in line
+             and line.split()[0] not in corrected]
+    noise = [f"- {cid}: reviewed, the change behaved as logged." for cid in rng.sample(plain, 3)]
     noise.append(f"- The CHAT messages about {rng.choice(services)} were a false alarm from a stale dashboard.")
     findings = review + noise
     rng.shuffle(findings)
