@@ -514,3 +514,32 @@ def test_per_diem_drafts_withdrawals_and_errata_matter(instances):
         no_errata = re.sub(r"Subject: Erratum to", "Subject: Comment on", generated.prompt)
         differs["errata"] += read_per_diem(no_errata) != Fraction(generated.key.answer)
     assert sum(differs.values()) >= len(SEEDS) * 3 // 2
+
+
+HAND_METHODS = {
+    # The idea that makes each instance solvable with pencil and paper in an hour or two (and in well under 30k
+    # tokens of reasoning): the documents are long, but the work is a bounded number of lookups once the
+    # reader filters them by the entities the question names.
+    "context-inventory-ledger": "filter the ledger to the target and its retired code, apply fixes in place, and "
+                                "restart each warehouse's running total at its last cycle count",
+    "context-config-rollbacks": "per asked service, walk the four levels top-down and track only the slots of "
+                                "the asked key at those levels, resolving each ROLLBACK by one lookup",
+    "context-per-diem-memos": "tabulate, for each item the trip uses, the live circulars in effective-date order "
+                              "once; each night and day is then a lookup in that small table",
+    "context-grant-panel": "score each proposal once from its own slot plus the late corrections that name it, "
+                           "then run the greedy budget over the sorted list",
+    "context-distribution-rights": "for each asked country list its grants in date order and test only the "
+                                   "latest started one against its agreement's later documents",
+}
+
+
+@pytest.mark.parametrize("item_id", ITEMS)
+def test_fairness_the_work_is_bounded_and_every_rule_is_stated(instances, item_id):
+    item = SUITE.item(item_id)
+    assert len(HAND_METHODS[item_id]) > 40
+    for generated in instances[item_id]:
+        assert generated.difficulty["context_tokens"] <= 40_000
+        assert generated.difficulty["decisive_facts"] <= item.difficulty.band[1]
+        # precedence is never left to convention: every prompt states how later documents beat earlier ones
+        assert re.search(r"highest entry number wins|ROLLBACK of a ROLLBACK|latest effective date|prevails over "
+                         r"the call|does not revive", generated.prompt)
