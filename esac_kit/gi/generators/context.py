@@ -1523,6 +1523,21 @@ def _rights_world(rng: ItemRng, count: int):
     for _ in range(4):
         docs.append({"kind": "note", "of": rng.choice(live), "signed": False, "claim": rng.randint(1, 2) == 1,
                      "terr": rng.choice(names), "date": today - dt.timedelta(rng.randint(10, 600))})
+    def away(day: dt.date) -> dt.date:   # no boundary within three days of today: inclusive or not never matters
+        return day if abs((day - today).days) >= 3 else day + dt.timedelta(7 if day >= today else -7)
+
+    starts = set()
+    for d in docs:
+        if d["kind"] == "terminate" and abs((d["given"] + dt.timedelta(d["of"]["notice"]) - today).days) < 3:
+            d["given"] = d["date"] = d["given"] - dt.timedelta(7)
+        for k in ("start", "end", "eff", "stated"):
+            if k in d:
+                d[k] = away(d[k])
+        if d["kind"] in ("agreement", "add"):
+            k = "start" if d["kind"] == "agreement" else "eff"
+            while d[k] in starts or abs((d[k] - today).days) < 3:   # no two grants start on one day
+                d[k] += dt.timedelta(1)
+            starts.add(d[k])
     docs.sort(key=lambda d: d["date"])
     for a, b in zip(docs, docs[1:]):
         b["date"] = max(b["date"], a["date"] + dt.timedelta(1))
