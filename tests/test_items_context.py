@@ -1,11 +1,13 @@
 """Context items: each key is re-derived here by reading the rendered documents, independently of the generator.
 
-The generators compute keys from their facts; these tests parse the prompt text with the rules the prompt
-states and must reach the same answer, which pins down that the text says what the key assumes.
+The generators compute keys from their facts; these readers parse only the prompt text, apply the rules the prompt
+states and must reach the same answer, which pins down that the text says what the key assumes. Instances come
+from the suite as declared (drivers and difficulty band of each item file), over test-only pools.
 """
 
 import datetime as dt
 import re
+import statistics
 from collections import Counter
 from fractions import Fraction
 
@@ -13,24 +15,26 @@ import pytest
 
 from esac_kit.gi.generators import context
 from esac_kit.gi.normalise import normalise
-from esac_kit.rng import ItemRng, derive_item_key
-from esac_kit.schemas import ExactKey
 from esac_kit.gi.scoring import score_response
 from esac_kit.gi.verify import GARBLED
+from esac_kit.instances import generate
+from esac_kit.pools import custom_pool
+from esac_kit.rng import ItemRng, derive_item_key
+from esac_kit.schemas import ExactKey
+from esac_kit.suite import load_suite
 
-ITEMS = {"context-inventory-ledger": context.inventory_ledger, "context-per-diem-memos": context.per_diem_memos,
-         "context-config-rollbacks": context.config_rollbacks, "context-grant-panel": context.grant_panel,
-         "context-distribution-rights": context.distribution_rights}
-SEEDS = [f"test-seed-{k}" for k in range(30)]
-
-
-def make(item_id, seed):
-    return ITEMS[item_id](ItemRng(derive_item_key(seed, "gi", item_id, 1)))
+ITEMS = ["context-inventory-ledger", "context-per-diem-memos", "context-config-rollbacks", "context-grant-panel",
+         "context-distribution-rights"]
+SEEDS = [f"t-{n}" for n in range(20)]
+SUITE = load_suite("gi")
 
 
 @pytest.fixture(scope="module")
 def instances():
-    return {item_id: [make(item_id, seed) for seed in SEEDS] for item_id in ITEMS}
+    return {item_id: [generate(SUITE, SUITE.item(item_id), custom_pool(seed)) for seed in SEEDS] for item_id in ITEMS}
+
+
+DATE = r"\d{1,2} [A-Z][a-z]+ \d{4}"
 
 
 def date(text):
@@ -38,199 +42,337 @@ def date(text):
     return dt.date(int(year), context.MONTHS.index(month) + 1, int(day))
 
 
-# ---------------------------------------------------------------- independent readers of the rendered text
+# ---------------------------------------------------------------- inventory ledger
 
 
-def read_inventory(prompt, true_ledger=True):
+def read_inventory(prompt, skip=()):
+    """Closing stock; `skip` names kinds of fix entries to ignore (a careless reading, for the trap test)."""
     target, order = re.search(r"closing sellable stock of SKU (\S+) at each of these warehouses at the end of "
                               r"\w+: (.*)\?", prompt).groups()
-    stock = {}
+    stock = Counter()
     opening = prompt.split("Opening sellable balances")[1].split("Ledger:")[0]
     for sku, rest in re.findall(r"^  (\S+)\s+(.*)$", opening, flags=re.M):
         for wh, qty in re.findall(r"(\w+) (\d+)", rest):
             stock[sku, wh] = int(qty)
     entries = {int(n): body for n, body in re.findall(r"^#(\d+)\s+\d\d-\w{3}\s+(.*)$", prompt, flags=re.M)}
-    parsed, voided = {}, set()
+    parsed, corrections, voided, at = {}, {}, set(), {}
+    relabel = None
     for n, body in entries.items():
-        move = re.match(r"(RECEIPT|SHIPMENT|RETURN|TRANSFER-OUT|TRANSFER-IN|QUARANTINE)\s+(\S+)\s+(\S+)\s+"
-                        r"([+-]?)\s*(\d+)", body)
+        move = re.match(r"(RECEIPT|SHIPMENT|RETURN|ADJUSTMENT|TRANSFER-OUT|TRANSFER-IN|QUARANTINE)\s+(\S+)\s+(\S+)\s+"
+                        r"([+-]?)(\d+)", body)
         count = re.match(r"CYCLE COUNT\s+(\S+)\s+(\S+)\s+counted (\d+)", body)
         if move and "DAMAGED" not in body:
-            kind, sku, wh, sign, qty = move.groups()
-            parsed[n] = {"op": "add" if sign == "+" else "sub", "sku": sku, "wh": wh, "qty": int(qty)}
+            parsed[n] = {"op": "add" if move[4] == "+" else "sub", "sku": move[2], "wh": move[3], "qty": int(move[5])}
+            at[n] = None if "PARKED" in body else n
         elif count:
             parsed[n] = {"op": "set", "sku": count[1], "wh": count[2], "qty": int(count[3])}
-    for n, body in entries.items():
-        fix = re.match(r"CORRECTION\s+re #(\d+): (quantity|SKU|warehouse) should read (\S+) \(keyed as (\S+)\)", body)
-        if fix:
-            field = {"quantity": "qty", "SKU": "sku", "warehouse": "wh"}[fix[2]]
-            assert str(parsed[int(fix[1])][field]) == fix[4]
-            parsed[int(fix[1])][field] = int(fix[3]) if field == "qty" else fix[3]
-        void = re.match(r"VOID\s+re #(\d+)", body)
-        if void:
-            voided.add(int(void[1]))
-    for n in sorted(parsed):
-        e = parsed[n]
-        if n in voided:
+            at[n] = n
+        elif m := re.match(r"NOTICE\s+.*code (\S+) is retired and relabelled (\S+) ", body):
+            relabel = (n, m[1], m[2])
+        elif m := re.match(r"CORRECTION\s+re #(\d+): (quantity|SKU|warehouse) should read (\S+) \(keyed as ([^;)]+)",
+                           body):
+            corrections[n] = (int(m[1]), {"quantity": "qty", "SKU": "sku", "warehouse": "wh"}[m[2]], m[3], m[4])
+        elif m := re.match(r"VOID\s+re #(\d+)", body):
+            voided.add(int(m[1]))
+        elif m := re.match(r"APPROVAL\s+re #(\d+)", body):
+            at[int(m[1])] = n
+    for c, (n, field, value, keyed) in sorted(corrections.items()):
+        if c in voided or "corrections" in skip:
             continue
-        key = (e["sku"], e["wh"])
+        assert str(parsed[n][field]) == keyed or "; supersedes" in entries[c], (c, n)
+        parsed[n] = {**parsed[n], field: int(value) if field == "qty" else value}
+    events = sorted((place, n) for n, place in at.items() if place is not None
+                    and (n not in voided or "voids" in skip))
+    if relabel:
+        events = sorted(events + [(relabel[0], "relabel")])
+    done = False
+    for _, n in events:
+        if n == "relabel":
+            _, old, new = relabel
+            for (sku, wh) in list(stock):
+                if sku == old:
+                    stock[new, wh] += stock.pop((sku, wh))
+            done = True
+            continue
+        e = parsed[n]
+        key = (relabel[2] if done and e["sku"] == relabel[1] else e["sku"], e["wh"])
         stock[key] = {"add": stock[key] + e["qty"], "sub": stock[key] - e["qty"], "set": e["qty"]}[e["op"]]
-        assert stock[key] >= 0 or not true_ledger, "the true ledger never goes negative"
+        assert stock[key] >= 0 or skip, "the true ledger never goes negative"
     return ", ".join(str(stock[target, wh]) for wh in order.split(", "))
 
 
+# ---------------------------------------------------------------- config change log
+
+
 def read_config(prompt):
-    groups = {}
-    for group, members in re.findall(r"(edge|core) = ([\w, ]+?)[;.]", prompt):
-        groups.update({s: group for s in members.split(", ")})
-    hh, mm, key, services = re.search(r"at (\d\d):(\d\d) that day, what was the effective production value of "
-                                      r"(\w+) for each of these services: (.*)\?", prompt).groups()
+    group, region = {}, {}
+    catalogue = prompt.split("Service catalogue at 00:00")[1].split("Baseline at 00:00")[0]
+    for service, g, r in re.findall(r"^  (\w+)\s+group:(\w+)\s+region:(\w+)", catalogue, flags=re.M):
+        group[service], region[service] = g, r
+    hh, mm, ss, key, services = re.search(r"at (\d\d):(\d\d):(\d\d) that day, what was the effective production "
+                                          r"value of (\w+) for each of these services: (.*)\?", prompt).groups()
+    asked_at = (int(hh), int(mm), int(ss))
     settings = {}
     baseline = prompt.split("Baseline at 00:00")[1].split("Change log:")[0]
     for env, scope, pairs in re.findall(r"^  (production|staging)\s+(\S+)\s+(.*)$", baseline, flags=re.M):
         for k, v in re.findall(r"(\w+)=(\d+)", pairs):
             settings[env, scope, k] = int(v)
-    before = {}
-    for cid, h, m, env, op, args, status in re.findall(
-            r"^(C-\d+)\s+(\d\d):(\d\d)\s+(production|staging)\s+\S+\s+(SET|UNSET|ROLLBACK|RESTART)\s+(.*?)\s{2,}"
-            r"(applied|FAILED)", prompt, flags=re.M):
-        if (int(h), int(m)) > (int(hh), int(mm)):
-            break
-        if status == "FAILED" or op == "RESTART":
-            continue
-        if op == "ROLLBACK":
-            slot, previous = before[args.strip()]
-            settings.pop(slot, None) if previous is None else settings.__setitem__(slot, previous)
-            continue
-        scope, k = args.split()[:2]
-        slot = (env, scope, k)
+    actual = {cid: int(v) for cid, v in re.findall(r"^- (C-\d+) is logged as setting .* but the deploy tool applied "
+                                                   r"(\d+);", prompt.split("Post-incident review")[1], flags=re.M)}
+    before, held, checkpoints, frozen = {}, [], {}, False
+
+    def write(cid, slot, value):
         before[cid] = (slot, settings.get(slot))
-        if op == "SET":
-            settings[slot] = int(args.split("=")[1])
+        if value is None:
+            settings.pop(slot, None)
         else:
-            settings.pop(slot)
+            settings[slot] = value
+
+    log = prompt.split("Change log:")[1].split("Post-incident review")[0]
+    for cid, h, m, s, env, body in re.findall(r"^(C-\d+)\s+(\d\d):(\d\d):(\d\d)\s+(\S+)\s+\S+\s+(.*)$", log,
+                                              flags=re.M):
+        if (int(h), int(m), int(s)) > asked_at:
+            break
+        if body.startswith(("CHAT", "RESTART")) or "FAILED" in body:
+            continue
+        if body.startswith("FREEZE"):
+            frozen = True
+        elif body.startswith("THAW"):
+            for hcid, slot, value in held:
+                write(hcid, slot, value)
+            held, frozen = [], False
+        elif move := re.match(r"MOVE service:(\w+) to group:(\w+)", body):
+            group[move[1]] = move[2]
+        elif cp := re.match(r"CHECKPOINT (cp-\d+)", body):
+            checkpoints[cp[1]] = {k: v for k, v in settings.items() if k[0] == "production"}
+        elif restore := re.match(r"RESTORE (cp-\d+) (\S+)", body):
+            saved = checkpoints[restore[1]]
+            for slot in [k for k in settings if k[:2] == ("production", restore[2])]:
+                del settings[slot]
+            settings.update({k: v for k, v in saved.items() if k[1] == restore[2]})
+        elif rollback := re.match(r"ROLLBACK (C-\d+)", body):
+            slot, value = before[rollback[1]]
+            write(cid, slot, value)
+        elif change := re.match(r"(SET|UNSET) (\S+) (\w+)(?: = (\d+))?", body):
+            slot = (env, change[2], change[3])
+            value = None if change[1] == "UNSET" else actual.get(cid, int(change[4]))
+            if "HELD" in body:
+                assert frozen and env == "production"
+                held.append((cid, slot, value))
+            else:
+                write(cid, slot, value)
 
     def effective(service):
-        for scope in (f"service:{service}", f"group:{groups[service]}", "global"):
+        for scope in (f"service:{service}", f"group:{group[service]}", f"region:{region[service]}", "global"):
             if ("production", scope, key) in settings:
                 return settings["production", scope, key]
 
     return ", ".join(str(effective(s)) for s in services.split(", "))
 
 
-def read_per_diem(prompt):
-    memos = {}
-    for block in prompt.split("\n\n"):
-        head = re.match(r"MEMO (TO-\d+-\d+)\s+\|\s+issued (\d+ \w+ \d+)(?:\s+\|\s+effective (\d+ \w+ \d+))?", block)
+# ---------------------------------------------------------------- per-diem circulars
+
+
+def parse_rate(line):
+    """One printed setting as (item, value), or None for a line that sets nothing."""
+    patterns = [(r"(\w+) moves to rate band ([A-E])\.", lambda m: (("band", m[1]), m[2])),
+                (r"Band ([A-E]): (lodging cap|M&IE rate) EUR (\d+)", lambda m: ((kind(m[2]), m[1]), int(m[3]))),
+                (r"(\w+) \(city rate\): the city-specific (lodging cap|M&IE rate) is revoked",
+                 lambda m: ((kind(m[2]), m[1]), "none")),
+                (r"(\w+) \(city rate\): (lodging cap|M&IE rate) EUR (\d+)", lambda m: ((kind(m[2]), m[1]), int(m[3]))),
+                (r"Deduction for a provided (\w+): (\d+)%", lambda m: (("deduction", m[1]), int(m[2]))),
+                (r"Trade-fair surcharge on band lodging caps: (\d+)%", lambda m: (("surcharge",), int(m[1])))]
+    for pattern, make in patterns:
+        if m := re.search(pattern, line):
+            return make(m)
+    return None
+
+
+def kind(word):
+    return "lodging" if word == "lodging cap" else "mie"
+
+
+def read_per_diem(prompt, misread=()):
+    circulars, fairs = {}, {}
+    blocks = prompt.split("\n\n")
+    for block in blocks:
+        head = re.match(rf"CIRCULAR (TO-\d+-\d+)\s+\|\s+issued ({DATE})(?:\s+\|\s+effective ({DATE}))?", block)
         if not head:
             continue
-        settings = [((c, f), int(v)) for c, f, v in re.findall(r"- (\w+): (lodging cap|M&IE rate) EUR (\d+)", block)]
-        settings += [(("deduction", meal), int(p)) for meal, p in re.findall(r"provided (\w+): (\d+)%", block)]
-        memos[head[1]] = {"issue": date(head[2]), "effective": head[3] and date(head[3]), "settings": settings,
-                          "live": "DRAFT" not in block}
-        for withdrawn in re.findall(r"Memo (TO-\d+-\d+) is withdrawn", block):
-            memos[withdrawn]["live"] = False
+        settings = dict(x for x in (parse_rate(line) for line in re.findall(r"^  - (.*)$", block, flags=re.M)) if x)
+        circulars[head[1]] = {"issue": date(head[2]), "effective": head[3] and date(head[3]), "settings": settings,
+                              "live": "DRAFT FOR CONSULTATION" not in block or "drafts" in misread}
+        if "Subject: Trade-fair calendar" in block:
+            for city, a, b in re.findall(rf"^  - (\w+): ({DATE}) to ({DATE})$", block, flags=re.M):
+                fairs[city] = (date(a), date(b))
+    for block in blocks:
+        if m := re.search(r"Subject: Erratum to (TO-\d+-\d+)\nIn TO-\d+-\d+, the line '(.*?)' should read '(.*?)' The",
+                          block):
+            wrong, right = parse_rate(m[2]), parse_rate(m[3])
+            assert circulars[m[1]]["settings"][wrong[0]] == wrong[1] and wrong[0] == right[0]
+            circulars[m[1]]["settings"][right[0]] = right[1]
+        if m := re.search(r"Subject: Withdrawal of (TO-\d+-\d+)", block):
+            circulars[m[1]]["live"] = "withdrawn" in misread
+        if m := re.search(rf"The (\w+) fair runs from ({DATE}) to ({DATE}), not to", block):
+            fairs[m[1]] = (date(m[2]), date(m[3]))
 
-    def value(key, when):
-        live = sorted((m["effective"], m["issue"], v) for m in memos.values() if m["live"] and m["effective"]
-                      for k, v in m["settings"] if k == key and m["effective"] <= when)
-        assert len({x[:2] for x in live}) == len(live), "no two memos tie on effective and issue date"
-        return live[-1][2]
+    def value(item, when):
+        live = sorted((c["effective"], c["issue"], c["settings"][item]) for c in circulars.values()
+                      if c["live"] and c["effective"] and c["effective"] <= when and item in c["settings"])
+        assert len({x[:2] for x in live}) == len(live), "no two circulars tie on effective and issue date"
+        return live[-1][2] if live else "none"     # only a city rate can be missing: then none is in force
 
     claim = re.search(r"reimburse on claim (EC-\d+)", prompt)[1]
-    block = prompt.split(f"EXPENSE CLAIM {claim}")[1].split("Question:")[0]
-    start, end = (date(d) for d in re.search(r"Departed (\d+ \w+ \d+); returned (\d+ \w+ \d+)", block).groups())
-    hotels = re.findall(r"- (\w+): (\d) nights at EUR (\d+)", block)
-    nights = [city for city, n, _ in hotels for _ in range(int(n))]
+    block = prompt.split(f"EXPENSE CLAIM {claim} ")[1].split("\n\n")[0]
+    start, end = (date(d) for d in re.search(rf"Departed ({DATE}); returned ({DATE})", block).groups())
+    nights = []
+    for city, count, first in re.findall(rf"^  - (\w+): (\d+) nights? from ({DATE})", block, flags=re.M):
+        assert start + dt.timedelta(len(nights)) == date(first)
+        nights += [city] * int(count)
     assert start + dt.timedelta(len(nights)) == end
-    actual = {city: int(rate) for city, _, rate in hotels}
-    meals = [(date(d), meal) for meal, d in re.findall(r"(\w+) on (\d+ \w+ \d+)", block.split("Meals provided")[1])]
+    receipts = {date(d): int(v) for d, v in re.findall(rf"({DATE}) EUR (\d+)", block.split("Hotel receipts")[1])}
+    meals = [(date(d), meal) for meal, d in re.findall(rf"(\w+) on ({DATE})", block.split("Meals provided")[1])]
     total = Fraction(0)
     for k, city in enumerate(nights):
-        total += min(actual[city], value((city, "lodging cap"), start + dt.timedelta(k)))
-    for k in range(len(nights) + 1):
         day = start + dt.timedelta(k)
-        full = value(((nights + nights[-1:])[k], "M&IE rate"), day)
-        pay = full * Fraction(3, 4) if k in (0, len(nights)) else Fraction(full)
+        own = value(("lodging", city), day)
+        if own != "none":
+            cap = Fraction(own)
+        else:
+            cap = Fraction(value(("lodging", value(("band", city), day)), day))
+            if city in fairs and fairs[city][0] <= day <= fairs[city][1]:
+                cap *= 1 + Fraction(value(("surcharge",), day), 100)
+        total += min(receipts[day], cap)
+    for k in range(len(nights) + 1):
+        day, city = start + dt.timedelta(k), (nights + nights[-1:])[k]
+        own = value(("mie", city), day)
+        full = Fraction(own if own != "none" else value(("mie", value(("band", city), day)), day))
+        pay = full * Fraction(3, 4) if k in (0, len(nights)) else full
         pay -= sum(Fraction(value(("deduction", meal), day), 100) * full for d, meal in meals if d == day)
         total += max(pay, Fraction(0))
     return total
 
 
-def read_grants(prompt):
+# ---------------------------------------------------------------- grant panel
+
+
+def read_grants(prompt, ignore_notes=False):
     bonus = Fraction(1) if "add 1 point" in prompt else Fraction(1, 2)
-    window, year = map(int, re.search(r"no more than (\d+) years before (\d+)", prompt).groups())
-    floor = Fraction(re.search(r"adjusted score is at least ([\d.]+)", prompt)[1])
+    since = int(re.search(r"PhD was awarded in (\d+) or later, unless", prompt)[1])
+    floor = Fraction(re.search(r"adjusted score is at\s+least ([\d.]+)", prompt)[1])
     budget = int(re.search(r"remains of the \$([\d,]+) budget", prompt)[1].replace(",", ""))
-    cap = int(re.search(r"would not exceed \$([\d,]+)", prompt)[1].replace(",", ""))
+    cap = int(re.search(r"The department cap is \$([\d,]+)", prompt)[1].replace(",", ""))
+    calibrated, theme, bridging = None, None, False
+    if not ignore_notes:
+        since = int(re.search(r"Clause 4 is replaced by: .*?awarded in (\d+) or later", prompt)[1])
+        calibrated = re.search(r"Every score Dr (\w+) gives in this round is lowered by 1 point", prompt)[1]
+        theme = re.search(r"strategic theme '([^']+)' is exempt from the department cap", prompt)[1]
+        bridging = "mention an active award, a bridging award (reference starting BR-) does not count as one" in prompt
+    minutes, memo = prompt.split("MINUTES OF THE PANEL MEETING")[1].split("OFFICE MEMO after the meeting")
     props, current = {}, None
     said = r"(?:I scored it (\d+)|(\d+) from me|I'm at (\d+)|My score is (\d+)|I gave it (\d+)|I landed on (\d+))\.$"
-    for line in prompt.split("Transcript:")[1].splitlines():
-        head = re.match(r"CHAIR: Next, (G-(\d+)): Dr (\w+) \((\w+), PhD (\d+)\) asks for \$([\d,]+)", line)
+    for line in minutes.splitlines():
+        head = re.match(r"CHAIR: Next, (G-(\d+)): Dr (.+?) \((\w+), PhD (\d+)\) asks for \$([\d,]+) for project \w+"
+                        r"(?:, submitted under the strategic theme '([^']+)')?\.$", line)
         speaker = line.split(":")[0]
         if head:
-            current = {"no": int(head[2]), "pi": head[3], "dept": head[4], "phd": int(head[5]), "active": False,
-                       "amount": int(head[6].replace(",", "")), "scores": {}, "gone": False}
+            current = {"no": int(head[2]), "dept": head[4], "phd": int(head[5]), "award": None, "theme": head[7],
+                       "amount": int(head[6].replace(",", "")), "scores": {}, "corrected": set(), "gone": False}
             props[head[1]] = current
         elif m := re.search(r"request is now \$([\d,]+)", line):
             current["amount"] = int(m[1].replace(",", ""))
-        elif m := re.search(r"Dr (\w+) still holds an active award", line):
-            next(p for p in props.values() if p["pi"] == m[1])["active"] = True
+        elif m := re.search(r"currently holds an active (?:bridging|research) award from this fund, ((?:BR|RA)-\d+)",
+                            line):
+            current["award"] = m[1]
         elif m := re.search(r"Correction for (G-\d+): I said (\d+) earlier, but my sheet says (\d+)", line):
             assert props[m[1]]["scores"][speaker] == int(m[2])
             props[m[1]]["scores"][speaker] = int(m[3])
+            props[m[1]]["corrected"].add(speaker)
         elif m := re.search(r"declare a conflict on (G-\d+)", line):
             del props[m[1]]["scores"][speaker]
         elif m := re.search(r"(G-\d+) was withdrawn", line):
             props[m[1]]["gone"] = True
-        elif (m := re.search(said, line)) and "stays at" not in line and len(current["scores"]) < 3:
+        elif (m := re.search(said, line)) and "stays at" not in line:
+            assert speaker not in current["scores"]
             current["scores"][speaker] = int(next(g for g in m.groups() if g))
+    for pid, amount in re.findall(r"^- (G-\d+): following the meeting .* the request is now \$([\d,]+)\.", memo,
+                                  flags=re.M):
+        props[pid]["amount"] = int(amount.replace(",", ""))
+    for pid, year in re.findall(r"^- Erratum to the minutes: Dr .+?'s PhD \((G-\d+)\) was awarded in (\d+),", memo,
+                                flags=re.M):
+        props[pid]["phd"] = int(year)
     ranked = []
     for pid, p in props.items():
-        score = Fraction(sum(p["scores"].values()), len(p["scores"]))
-        if year - p["phd"] <= window and not p["active"]:
-            score += bonus
+        scores = [max(1, v - 1) if r == calibrated and r not in p["corrected"] else v for r, v in p["scores"].items()]
+        active = p["award"] is not None and not (bridging and p["award"].startswith("BR-"))
+        score = Fraction(sum(scores), len(scores)) + (bonus if p["phd"] >= since and not active else 0)
         if not p["gone"]:
             ranked.append((-score, p["amount"], p["no"], pid, p))
-    funded, spent = [], Counter()
+    funded, spent, by_dept = [], 0, Counter()
     for negative, amount, _, pid, p in sorted(ranked):
-        if -negative >= floor and amount <= budget - sum(spent.values()) and spent[p["dept"]] + amount <= cap:
+        exempt = p["theme"] is not None and p["theme"] == theme
+        if -negative >= floor and amount <= budget - spent and (exempt or by_dept[p["dept"]] + amount <= cap):
             funded.append(pid)
-            spent[p["dept"]] += amount
+            spent += amount
+            by_dept[p["dept"]] += 0 if exempt else amount
     return ", ".join(funded)
 
 
+# ---------------------------------------------------------------- distribution rights
+
+
 def read_rights(prompt, strict_end=True, ignore=()):
-    today = date(re.search(r"today is (\d+ \w+ \d+)\.", prompt)[1])
-    asked = re.search(r"Who holds the distribution right in each of these territories today: (.*)\?", prompt)[1]
-    agreements, grants, removals, extensions, stops = {}, [], [], [], []
-    for n, block in enumerate(prompt.split("\n\n")):
+    today = date(re.search(rf"today is ({DATE})\.", prompt)[1])
+    asked = re.search(r"Who holds the distribution right in each of these countries today: (.*)\?", prompt)[1]
+    groups, agreements, grants, removals, extensions, stops, assignments = {}, {}, [], [], [], [], []
+    blocks = prompt.split("\n\n")
+    for block in blocks:
+        if block.startswith("SCHEDULE OF TERRITORY GROUPS"):
+            groups = {g: ts.split(", ") for g, ts in re.findall(r"^  ([\w ]+): (.+)$", block, flags=re.M)}
+    for block in blocks:
+        if (m := re.search(r"^(\w+) was omitted from the ([\w ]+) group", block, flags=re.M)) and "schedule" not in ignore:
+            groups[m[2]].append(m[1])
+
+    def covers(text):
+        out = set()
+        for name, excluded in re.findall(r"([^,(]+?)(?: \(excluding ([^)]*)\))?(?:, |$)", text):
+            members = groups.get(name, [name])
+            out |= {t for t in members if "carve-out" in ignore or t not in excluded.split(", ")}
+        return out
+
+    for n, block in enumerate(blocks):
         if m := re.match(r"DISTRIBUTION AGREEMENT (DA-\d+), signed .+? and (.+)\n", block):
-            territories, start, end = re.search(r"catalogue in (.+) from (\d+ \w+ \d+) to (\d+ \w+ \d+) inclusive",
+            territories, start, end = re.search(rf"catalogue in (.+) from ({DATE}) to ({DATE}) inclusive",
                                                 block).groups()
             agreements[m[1]] = {"dist": m[2], "end": date(end), "notice": int(re.search(r"or (\d+) days", block)[1])}
-            grants += [(date(start), n, m[1], t) for t in territories.split(", ")]
-        elif (m := re.match(r"AMENDMENT TO (DA-\d+) .*, signed by both parties\n", block)):
-            if e := re.search(r"With effect from (\d+ \w+ \d+), (\w+) is added", block):
+            grants += [(date(start), n, m[1], t) for t in covers(territories)]
+        elif m := re.match(r"AMENDMENT TO (DA-\d+) .*, (signed by both parties|DRAFT)", block):
+            if m[2] != "signed by both parties" and "signed" not in ignore:
+                continue
+            if e := re.search(rf"With effect from ({DATE}), (\w+) is added", block):
                 grants.append((date(e[1]), n, m[1], e[2]))
-            elif e := re.search(r"With effect from (\d+ \w+ \d+), (\w+) is removed", block):
+            elif e := re.search(rf"With effect from ({DATE}), (\w+) is removed", block):
                 removals.append((m[1], e[2], date(e[1])))
-            elif e := re.search(r"end date in clause 1 is replaced by (\d+ \w+ \d+)", block):
+            elif e := re.search(rf"end date in clause 1 is replaced by ({DATE})", block):
                 extensions.append((m[1], date(e[1])))
-        elif m := re.match(r"NOTICE OF TERMINATION under clause 3 of (DA-\d+), given by .+ on (\d+ \w+ \d+)", block):
-            stated = date(re.search(r"will end on (\d+ \w+ \d+)", block)[1])
+        elif m := re.match(r"DEED OF ASSIGNMENT of (DA-\d+), dated .*, signed by both parties\n", block):
+            e = re.search(rf"to (.+?) with effect from ({DATE})\.", block)
+            assignments.append((m[1], e[1], date(e[2])))
+        elif m := re.match(rf"NOTICE OF TERMINATION under clause 3 of (DA-\d+), given by .+ on ({DATE})", block):
+            stated = date(re.search(rf"will end on ({DATE})", block)[1])
             notice_end = date(m[2]) + dt.timedelta(agreements[m[1]]["notice"])
             stops.append((m[1], stated if "notice" in ignore else max(stated, notice_end)))
 
     def holder(territory):
         live = sorted(g for g in grants if g[3] == territory and (g[0] <= today or "future" in ignore))
         for start, _, agreement, _ in reversed(live):
-            end = max([agreements[agreement]["end"]] + [e for a, e in extensions if a == agreement])
+            end = ([agreements[agreement]["end"]] + [e for a, e in extensions if a == agreement])[-1]
             ended = (today > end if strict_end else today >= end) and "expiry" not in ignore
             removed = any(a == agreement and t == territory and start < e <= today for a, t, e in removals)
             stopped = any(a == agreement and (s < today if strict_end else s <= today) for a, s in stops)
             if not (ended or removed or stopped):
-                return agreements[agreement]["dist"]
+                names = [to for a, to, e in assignments if a == agreement and e <= today and "assignment" not in ignore]
+                return names[-1] if names else agreements[agreement]["dist"]
             if "revival" not in ignore:
                 break
         return "none"
@@ -287,18 +429,45 @@ def near_misses(key):
 
 
 @pytest.mark.parametrize("item_id", ITEMS)
-def test_same_seed_same_instance_and_prompts_within_the_window(instances, item_id):
-    assert make(item_id, SEEDS[0]) == instances[item_id][0]
+def test_instances_are_long_in_band_unique_and_deterministic(instances, item_id):
+    item = SUITE.item(item_id)
+    low, high = item.difficulty.band
+    assert generate(SUITE, item, custom_pool(SEEDS[0])) == instances[item_id][0]
     assert len({g.prompt for g in instances[item_id]}) == len(SEEDS)
     for generated in instances[item_id]:
-        assert 7500 <= len(generated.prompt) <= 16000
-        assert "ANSWER:" in generated.prompt.splitlines()[-1] or "ANSWER:" in generated.prompt[-400:]
+        # 25k-40k tokens at about four characters a token: long context, inside the run's token budget
+        assert 95_000 <= len(generated.prompt) <= 160_000
+        assert low <= generated.difficulty[item.difficulty.measure] <= high
+        assert "ANSWER:" in generated.prompt[-500:]
 
 
 @pytest.mark.parametrize("item_id", ITEMS)
 def test_no_answer_recurs_often(instances, item_id):
     answers = Counter(normalise(g.key.answer, g.key.answer_type) for g in instances[item_id])
     assert answers.most_common(1)[0][1] <= 2
+
+
+DRIVERS = {"context-inventory-ledger": ("entries", 350), "context-config-rollbacks": ("entries", 380),
+           "context-per-diem-memos": ("circulars", 26), "context-grant-panel": ("proposals", 22),
+           "context-distribution-rights": ("agreements", 10)}
+
+
+@pytest.mark.parametrize("item_id", ITEMS)
+def test_the_main_driver_raises_the_measured_difficulty(item_id):
+    item = SUITE.item(item_id)
+    generator = getattr(context, item.generator.split(":")[1])
+    name, small = DRIVERS[item_id]
+
+    def median(**drivers):
+        return statistics.median(generator(ItemRng(derive_item_key(f"t-driver-{n}", "gi", item_id, 1)),
+                                           **{**item.difficulty.drivers, **drivers}).difficulty["decisive_facts"]
+                                 for n in range(7))
+
+    assert small < item.difficulty.drivers[name]
+    assert median(**{name: small}) < median()
+
+
+# ---------------------------------------------------------------- the traps change the answer
 
 
 def test_rights_answers_do_not_depend_on_whether_boundary_days_are_inclusive(instances):
@@ -309,30 +478,68 @@ def test_rights_answers_do_not_depend_on_whether_boundary_days_are_inclusive(ins
 
 
 def test_rights_traps_change_the_answer(instances):
-    # The generator redraws until at least three single-trap misreadings change the answer; one of them (an
-    # email read as binding) this reader cannot imitate, so at least two of the other four must differ.
+    # The generator redraws until at least four single-rule misreadings change the answer; the reader can
+    # imitate all but the email one, so at least three must differ here.
     for generated in instances["context-distribution-rights"]:
-        drafts_binding = generated.prompt.replace("DRAFT, circulated for comment, not signed", "signed by both parties")
-        misreadings = [read_rights(drafts_binding)] + [read_rights(generated.prompt, ignore={trap})
-                                                       for trap in ("notice", "future", "revival", "expiry")]
-        assert sum(m != generated.key.answer for m in misreadings) >= 2
+        misreadings = [read_rights(generated.prompt, ignore={trap}) for trap in
+                       ("signed", "notice", "future", "revival", "expiry", "schedule", "carve-out", "assignment")]
+        assert sum(m != generated.key.answer for m in misreadings) >= 3
 
 
-def test_grant_traps_change_the_answer(instances):
-    # Reading the transcript while ignoring the corrections and strikes must give a different funding list
-    # in most instances: the traps are part of what the item measures.
-    differs = 0
+def test_grant_rules_as_clarified_change_the_answer(instances):
+    # Reading the call without its clarification notes, or ignoring the minutes' corrections and strikes,
+    # gives a different funding list in most instances.
+    notes = corrections = 0
     for generated in instances["context-grant-panel"]:
+        notes += read_grants(generated.prompt, ignore_notes=True) != generated.key.answer
         naive = re.sub(r"\n\w+: Correction for G-\d+:.*\nCHAIR: Noted\.", "", generated.prompt)
         naive = re.sub(r"\n\w+: I have to declare a conflict.*\nCHAIR: Struck;.*", "", naive)
-        differs += read_grants(naive) != generated.key.answer
-    assert differs >= len(SEEDS) // 2
+        corrections += read_grants(naive) != generated.key.answer
+    assert notes >= len(SEEDS) * 3 // 4 and corrections >= len(SEEDS) // 2
 
 
-def test_inventory_corrections_matter(instances):
-    differs = 0
+def test_inventory_fixes_matter(instances):
+    differs = Counter()
     for generated in instances["context-inventory-ledger"]:
-        naive = "\n".join(line for line in generated.prompt.splitlines()
-                          if "CORRECTION" not in line and "VOID" not in line)
-        differs += read_inventory(naive, true_ledger=False) != generated.key.answer
-    assert differs >= len(SEEDS) * 3 // 4
+        for skip in ("corrections", "voids"):
+            differs[skip] += read_inventory(generated.prompt, skip={skip}) != generated.key.answer
+    assert differs["corrections"] >= len(SEEDS) * 3 // 4 and differs["voids"] >= len(SEEDS) // 2
+
+
+def test_per_diem_drafts_withdrawals_and_errata_matter(instances):
+    differs = Counter()
+    for generated in instances["context-per-diem-memos"]:
+        for misread in ("drafts", "withdrawn"):
+            differs[misread] += read_per_diem(generated.prompt, misread={misread}) != Fraction(generated.key.answer)
+        no_errata = re.sub(r"Subject: Erratum to", "Subject: Comment on", generated.prompt)
+        differs["errata"] += read_per_diem(no_errata) != Fraction(generated.key.answer)
+    assert sum(differs.values()) >= len(SEEDS) * 3 // 2
+
+
+HAND_METHODS = {
+    # The idea that makes each instance solvable with pencil and paper in an hour or two (and in well under 30k
+    # tokens of reasoning): the documents are long, but the work is a bounded number of lookups once the
+    # reader filters them by the entities the question names.
+    "context-inventory-ledger": "filter the ledger to the target and its retired code, apply fixes in place, and "
+                                "restart each warehouse's running total at its last cycle count",
+    "context-config-rollbacks": "per asked service, walk the four levels top-down and track only the slots of "
+                                "the asked key at those levels, resolving each ROLLBACK by one lookup",
+    "context-per-diem-memos": "tabulate, for each item the trip uses, the live circulars in effective-date order "
+                              "once; each night and day is then a lookup in that small table",
+    "context-grant-panel": "score each proposal once from its own slot plus the late corrections that name it, "
+                           "then run the greedy budget over the sorted list",
+    "context-distribution-rights": "for each asked country list its grants in date order and test only the "
+                                   "latest started one against its agreement's later documents",
+}
+
+
+@pytest.mark.parametrize("item_id", ITEMS)
+def test_fairness_the_work_is_bounded_and_every_rule_is_stated(instances, item_id):
+    item = SUITE.item(item_id)
+    assert len(HAND_METHODS[item_id]) > 40
+    for generated in instances[item_id]:
+        assert generated.difficulty["context_tokens"] <= 40_000
+        assert generated.difficulty["decisive_facts"] <= item.difficulty.band[1]
+        # precedence is never left to convention: every prompt states how later documents beat earlier ones
+        assert re.search(r"highest entry number wins|ROLLBACK of a ROLLBACK|latest effective date|prevails over "
+                         r"the call|does not revive", generated.prompt)
