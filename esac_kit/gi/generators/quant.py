@@ -515,7 +515,7 @@ def _take(pots: list[list], limit: Fraction, usable) -> Fraction:
     return used
 
 
-_AMENDMENT_KINDS = ["rate", "relief", "donation", "taper", "green", "child", "capital"]
+_AMENDMENT_KINDS = ["rate", "relief", "donation", "taper", "green", "child", "capital", "pension", "surcharge"]
 
 
 def _tax_years(case: list[dict], base: dict, amendments: list[dict], first_year: int) -> tuple[list[dict], int]:
@@ -550,7 +550,11 @@ def _tax_years(case: list[dict], base: dict, amendments: list[dict], first_year:
                     exception_floor = a["floor"]
             elif kind == "capital":
                 p["cg"], p["cf_half"] = a["cg"], True
-        changed = [k for k in ("r2", "L", "dp", "T0", "cg") if p[k] != base[k]]
+            elif kind == "pension":
+                p["PM"] = a["PM"]
+            elif kind == "surcharge":
+                p["sr"], p["sq"] = a["sr"], a["sq"]
+        changed = [k for k in ("r2", "L", "dp", "T0", "cg", "PM", "sr", "sq") if p[k] != base[k]]
         events += bool(changed)
         wages, result, capital = Fraction(row["wages"]), Fraction(row["business"]), Fraction(row["capital"])
         # §1-§2 business result
@@ -565,7 +569,9 @@ def _tax_years(case: list[dict], base: dict, amendments: list[dict], first_year:
             used = _take(loss_cf, result, lambda origin: True)
             events += used > 0
             business = result - used
-        ordinary = wages + business - relief
+        pension = min(Fraction(row["pension"]), Fraction(p["pp"], 100) * wages, Fraction(p["PM"]))
+        events += pension < row["pension"]
+        ordinary = max(Fraction(0), wages + business - relief - pension)
         # §3 capital result
         offset_cl, net_gain = Fraction(0), Fraction(0)
         if capital > 0:
@@ -629,9 +635,39 @@ def _tax_years(case: list[dict], base: dict, amendments: list[dict], first_year:
             green_cf.append([year, own_green - applied_green])
             events += 1
         events += sum(pot[1] > 0 for pot in green_cf if pot[0] + 2 == year)  # lapsing at this year's end
-        due = left
+        surcharge = Fraction(p["sr"], 100) * max(Fraction(0), left - p["sq"])
+        events += surcharge > 0
+        due = left + surcharge
         out.append({"year": year, "due": due, "balance": due - row["withheld"]})
     return out, events
+
+
+def _amendment(rng: ItemRng, kind: str, base: dict, first: int, years: int) -> dict:
+    """One amendment of the given kind, in force from a year after the first."""
+    a = {"kind": kind, "year": first + rng.randint(1, years - 1)}
+    if kind == "rate":
+        a["r2"] = base["r2"] + rng.choice([-4, -3, -2, 2, 3, 4])
+        if rng.randrange(2) and a["year"] < first + years - 1:
+            a["until"] = rng.randint(a["year"] + 1, first + years - 1)
+            a["r2_later"] = a["r2"] + rng.choice([-2, -1, 1, 2])
+    elif kind == "relief":
+        a["L"] = max(1000, base["L"] + rng.choice([-1, 1]) * rng.randint(2, 8) * 500)
+    elif kind == "donation":
+        a["dp"] = base["dp"] + rng.choice([-5, -3, 3, 5])
+    elif kind == "taper":
+        a["T0"] = base["T0"] + rng.choice([-1, 1]) * rng.randint(10, 40) * 500
+    elif kind == "child":
+        if rng.randrange(2) and a["year"] < first + years - 1:
+            a["floor_from"] = rng.randint(a["year"] + 1, first + years - 1)
+            a["floor"] = rng.randint(4, 30) * 500
+    elif kind == "capital":
+        a["cg"] = base["cg"] + rng.choice([-4, -2, 3, 5])
+    elif kind == "pension":
+        a["PM"] = base["PM"] + rng.choice([-1, 1]) * rng.randint(2, 6) * 250
+    elif kind == "surcharge":
+        a["sr"] = base["sr"] + rng.choice([-2, -1, 1, 2, 3])
+        a["sq"] = base["sq"] + rng.choice([-1, 1]) * rng.randint(2, 8) * 500
+    return a
 
 
 def tax_ledger(rng: ItemRng, *, years: int = 4, amendments: int = 4, corrections: int = 1) -> Generated:
@@ -641,7 +677,8 @@ def tax_ledger(rng: ItemRng, *, years: int = 4, amendments: int = 4, corrections
             "T0": rng.randint(80, 170) * 500, "dp": rng.randint(8, 20), "b1": rng.randint(10, 25) * 1000,
             "r1": rng.randint(8, 14), "r2": rng.randint(20, 28), "r3": rng.randint(35, 45),
             "cg": rng.randint(10, 20), "cc": rng.randint(5, 15) * 100, "T1": rng.randint(100, 200) * 500,
-            "ph": rng.randint(2, 8), "gr": rng.randint(10, 30)}
+            "ph": rng.randint(2, 8), "gr": rng.randint(10, 30), "pp": rng.randint(4, 12),
+            "PM": rng.randint(6, 24) * 250, "sr": rng.randint(3, 9), "sq": rng.randint(8, 30) * 500}
     base["b2"] = base["b1"] + rng.randint(20, 45) * 1000
     case, children = [], rng.randint(0, 2)
     for _ in range(years):
@@ -653,52 +690,61 @@ def tax_ledger(rng: ItemRng, *, years: int = 4, amendments: int = 4, corrections
             "donations": rng.choice([0, rng.randint(2, 40) * 100, rng.randint(20, 200) * 100]),
             "children": children,
             "green": rng.choice([0, 0, rng.randint(8, 120) * 250]),
+            "pension": rng.choice([0, rng.randint(4, 60) * 100, rng.randint(30, 120) * 100]),
         })
         case[-1]["withheld"] = rng.randint(5, 30) * case[-1]["wages"] // 100 // 10 * 10
-    shown = [dict(r) for r in case]  # the table as first filed; corrections below replace some of its figures
-    fixes = []
-    for offset, column in rng.sample([(i, c) for i in range(years) for c in ("wages", "business", "capital",
-                                                                               "donations", "green")], corrections):
-        old_value = case[offset][column]
-        new_value = old_value
-        while new_value == old_value:
-            new_value = old_value + rng.choice([-1, 1]) * rng.randint(2, 40) * 250
-            if column in ("wages", "donations", "green"):
-                new_value = abs(new_value)
-        case[offset][column] = new_value
-        fixes.append((first + offset, column, new_value, old_value))
-    kinds = rng.sample(_AMENDMENT_KINDS, min(amendments, len(_AMENDMENT_KINDS)))
-    chosen = []
-    for kind in kinds:
-        a = {"kind": kind, "year": first + rng.randint(1, years - 1)}
-        if kind == "rate":
-            a["r2"] = base["r2"] + rng.choice([-4, -3, -2, 2, 3, 4])
-            if rng.randrange(2) and a["year"] < first + years - 1:
-                a["until"] = rng.randint(a["year"] + 1, first + years - 1)
-                a["r2_later"] = a["r2"] + rng.choice([-2, -1, 1, 2])
-        elif kind == "relief":
-            a["L"] = base["L"] + rng.choice([-1, 1]) * rng.randint(2, 8) * 500
-            a["L"] = max(1000, a["L"])
-        elif kind == "donation":
-            a["dp"] = base["dp"] + rng.choice([-5, -3, 3, 5])
-        elif kind == "taper":
-            a["T0"] = base["T0"] + rng.choice([-1, 1]) * rng.randint(10, 40) * 500
-        elif kind == "child":
-            if rng.randrange(2) and a["year"] < first + years - 1:
-                a["floor_from"] = rng.randint(a["year"] + 1, first + years - 1)
-                a["floor"] = rng.randint(4, 30) * 500
-        elif kind == "capital":
-            a["cg"] = base["cg"] + rng.choice([-4, -2, 3, 5])
-        chosen.append(a)
-    results, events = _tax_years(case, base, chosen, first)
     last = first + years - 1
+    total = rng.randrange(2) == 1
+
+    def outcome(figures: list[dict], amended: list[dict]) -> tuple[Fraction, int, list[dict]]:
+        results, events = _tax_years(figures, base, amended, first)
+        return (sum(r["due"] for r in results) if total else results[-1]["balance"]), events, results
+
+    # Corrections to the filed figures, each redrawn until using the filed figure instead would change the answer.
+    shown = [dict(r) for r in case]
+    fixes = []
+    cells = [(i, c) for i in range(years) for c in ("wages", "pension", "business", "capital", "donations", "green")]
+    for _ in range(corrections):
+        for _ in range(30):
+            offset, column = rng.choice(cells)
+            old_value = shown[offset][column]
+            new_value = old_value + rng.choice([-1, 1]) * rng.randint(2, 40) * 250
+            if column not in ("business", "capital"):
+                new_value = abs(new_value)
+            trial = [dict(r) for r in case]
+            trial[offset][column] = new_value
+            if new_value != old_value and outcome(trial, [])[0] != outcome(case, [])[0]:
+                break
+        cells.remove((offset, column))
+        case = trial
+        fixes.append((first + offset, column, new_value, old_value))
+    # Amendments are added one kind at a time, each kept only if it changes the answer.
+    chosen: list[dict] = []
+    for kind in rng.sample(_AMENDMENT_KINDS, len(_AMENDMENT_KINDS)):
+        if len(chosen) == amendments:
+            break
+        now = outcome(case, chosen)[0]
+        for _ in range(4):
+            trial = chosen + [_amendment(rng, kind, base, first, years)]
+            if outcome(case, trial)[0] != now:
+                chosen = trial
+                break
+    chosen.sort(key=lambda a: a["year"])
+    # Finally every amendment and every correction must still matter with all the others in place: none can be
+    # skipped. A case that cannot carry them all is redrawn.
+    answer = outcome(case, chosen)[0]
+    filed = lambda i: [dict(r, **({c: o} if y == first + k else {}))  # noqa: E731 (case with fix i undone)
+                       for k, r in enumerate(case) for (y, c, _, o) in [fixes[i]]]
+    if len(chosen) < amendments or any(outcome(case, chosen[:i] + chosen[i + 1:])[0] == answer
+                                       for i in range(len(chosen))) or \
+            any(outcome(filed(i), chosen)[0] == answer for i in range(len(fixes))):
+        return tax_ledger(rng.fork("again"), years=years, amendments=amendments, corrections=corrections)
+    answer, events, results = outcome(case, chosen)
     if results[-1]["due"] <= 0 or sum(r["due"] > 0 for r in results) < 2:  # a zero tax would make a guessable key
         return tax_ledger(rng.fork("again"), years=years, amendments=amendments, corrections=corrections)
-    if rng.randrange(2):
-        answer = sum(r["due"] for r in results)
+    if total:
         question = f"What is the total tax due (after credits) over the tax years {first} to {last} together?"
     else:
-        answer = results[-1]["balance"]
         question = f"What is the balance for tax year {last} (tax due minus tax withheld; negative means a refund)?"
     pct = lambda x: f"{x}%"  # noqa: E731
     rules = [
@@ -707,8 +753,9 @@ def tax_ledger(rng: ItemRng, *, years: int = 4, amendments: int = 4, corrections
         "relief). The rest of the loss is carried forward. In later years, business losses carried forward are "
         "deducted only from business profit (a business result above $0), oldest loss first, up to the amount of "
         "that year's profit; whatever is not used stays available for later years, without time limit.",
-        "§2 Ordinary income = wages + (business profit minus the carried-forward losses deducted from it) - loss "
-        "relief.",
+        f"§2 Pension deduction = the year's pension contributions, but at most {pct(base['pp'])} of that year's wages "
+        f"and at most {_money(base['PM'])}; the excess is lost. Ordinary income = wages + (business profit minus the "
+        "carried-forward losses deducted from it) - loss relief - pension deduction (never below $0).",
         "§3 Capital results. Capital losses carried forward are deducted from a year's capital gain (a capital result "
         "above $0) first, oldest first, up to the amount of the gain; what remains of the gain is the net capital "
         f"gain. If the year's capital result is a loss, up to {_money(base['CL'])} of it, but not more than the "
@@ -735,8 +782,10 @@ def tax_ledger(rng: ItemRng, *, years: int = 4, amendments: int = 4, corrections
         "order: the child credit; then green credits carried forward, oldest first; then the year's own green "
         "credit. An unused child credit lapses. The unused part of a year's own green credit may be carried forward "
         "to the following 2 tax years; whatever of it is still unused after the second of those years lapses.",
-        "§12 Tax due = income tax - credits applied. Balance = tax due - tax withheld (a negative balance is a "
-        "refund).",
+        f"§12 Surcharge = {pct(base['sr'])} of the amount by which the income tax after credits exceeds "
+        f"{_money(base['sq'])} (never below $0).",
+        "§13 Tax due = income tax - credits applied + surcharge. Balance = tax due - tax withheld (a negative balance "
+        "is a refund).",
     ]
     texts = []
     for n, a in enumerate(chosen, 1):
@@ -766,17 +815,23 @@ def tax_ledger(rng: ItemRng, *, years: int = 4, amendments: int = 4, corrections
             if a.get("floor_from"):
                 text += (f" With effect from tax year {a['floor_from']}, this exception applies only when the "
                          f"business loss is more than {_money(a['floor'])}.")
+        elif kind == "pension":
+            text = f"With effect from tax year {y}, the upper limit of the pension deduction in §2 is {_money(a['PM'])}."
+        elif kind == "surcharge":
+            text = (f"With effect from tax year {y}, the surcharge in §12 is {pct(a['sr'])} of the amount by which the "
+                    f"income tax after credits exceeds {_money(a['sq'])}.")
         else:
             text = (f"With effect from tax year {y}, the capital gains tax rate in §8 is {pct(a['cg'])}, and capital "
                     "losses carried forward may be deducted from at most 50% of a year's capital gain (§3).")
         texts.append(f"A{n}. {text}")
-    header = ["Year", "Wages", "Business result", "Capital result", "Donations", "Children", "Green investment",
-              "Tax withheld"]
-    table = [" | ".join(header)] + [" | ".join([str(first + i), _money(r["wages"]), _money(r["business"]),
+    header = ["Year", "Wages", "Pension contributions", "Business result", "Capital result", "Donations", "Children",
+              "Green investment", "Tax withheld"]
+    table = [" | ".join(header)] + [" | ".join([str(first + i), _money(r["wages"]), _money(r["pension"]),
+                                               _money(r["business"]),
                                                _money(r["capital"]), _money(r["donations"]), str(r["children"]),
                                                _money(r["green"]), _money(r["withheld"])])
                                      for i, r in enumerate(shown)]
-    labels = {"wages": "wages", "business": "business result", "capital": "capital result",
+    labels = {"wages": "wages", "pension": "pension contributions", "business": "business result", "capital": "capital result",
               "donations": "donations", "green": "green investment"}
     notes = "".join(f"\nCorrection: the {labels[column]} figure for {year} is {_money(new)}, not {_money(old)} as shown in "
                     "the table; use the corrected figure." for year, column, new, old in fixes)
