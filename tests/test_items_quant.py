@@ -105,7 +105,7 @@ def _median_measure(item_id: str, drivers: dict, band: tuple | None = None, seed
 
 
 @pytest.mark.parametrize("item_id, low, high", [
-    ("quant-tank-mixing", ({"horizon": 5}, (4, 9)), ({"horizon": 7}, (4, 9))),
+    ("quant-tank-mixing", ({"horizon": 5}, (4, 9)), ({"horizon": 6}, (4, 9))),
     ("quant-crew-work", ({"sites": 6, "workers": 4}, (2, 5)), ({"sites": 10, "workers": 9, "max_crew": 2}, (2, 9))),
     ("quant-urn-posterior", ({"scale": 1}, (2, 7)), ({"scale": 3}, (2, 9))),
     ("quant-tax-ledger", ({"years": 3, "amendments": 2}, (0, 99)), ({"years": 5, "amendments": 6}, (0, 99))),
@@ -116,13 +116,45 @@ def test_raising_the_main_driver_raises_the_measured_difficulty(item_id, low, hi
 
 
 def test_generation_is_fast():
+    """Median at most 100 ms per instance including redraws, worst case at most 2 s (the suite's budget)."""
     import time
     for item_id in ITEMS:
         item = suite().item(item_id)
-        start = time.perf_counter()
-        for k in range(10):
+        times = []
+        for k in range(15):
+            start = time.perf_counter()
             generate(suite(), item, custom_pool(f"t-speed-{k}"))
-        assert (time.perf_counter() - start) / 10 < 0.1, item_id
+            times.append(time.perf_counter() - start)
+        assert median(times) < 0.1 and max(times) < 2, item_id
+
+
+# ---------------------------------------------------------------- fairness: the route by hand stays small
+
+
+def test_fairness_each_instance_has_a_short_route_by_hand():
+    """Every instance is far too large to enumerate but has a pencil-and-paper route of an hour or two (well inside
+    30k tokens of reasoning); this bounds the size of that route, so a knob turned too far fails here.
+
+    tanks: total salt (count the dose days) plus one telescoped difference: one degree-`order` progression sum per
+    dosing rule, with an exact answer of at most ~35 digits. crews: one bound per crew-capacity total below the crew
+    size (a small knapsack over at most 8 jobs) plus the total-work bound. urns: per urn one beta-binomial tail with
+    alpha + beta <= 4 (a polynomial of degree <= 3 in closed form), then Bayes over <= 4 urns. seatings: at most 200
+    non-zero inclusion–exclusion terms, each a factorial times a power of 2. tax: 4 years x 13 sections on one page.
+    """
+    for g in instances("quant-tank-mixing"):
+        t = _tank(g.prompt)
+        assert len(t["doses"]) <= 3 and len(g.key.answer) <= 40
+    for g in instances("quant-crew-work"):
+        c = _crew(g.prompt)
+        assert len(c["jobs"]) <= 8 and len(c["speeds"]) <= 6 and len(g.key.answer) <= 12
+    for g in instances("quant-urn-posterior"):
+        u = _urns(g.prompt)
+        assert len(u["urns"]) <= 4 and all((x["a"] + x["b"]) // x["d"] <= 4 for x in u["urns"])
+        assert len(g.key.answer) <= 45
+    for g in instances("quant-arrangement-count"):
+        assert g.difficulty["ie_terms"] <= 200
+    for g in instances("quant-tax-ledger"):
+        assert len(g.prompt) // 4 <= 2000 and len(_tax_case(g.prompt)["rows"]) <= 4
 
 
 # ---------------------------------------------------------------- tanks: invariant + telescoping, checked by replay
@@ -238,7 +270,7 @@ def test_tank_closed_form_matches_a_day_by_day_replay_on_short_horizons():
 def test_tank_key_matches_the_closed_form_from_the_prompt():
     for g in instances("quant-tank-mixing"):
         t = _tank(g.prompt)
-        assert t["days"] >= 10**5
+        assert t["days"] >= 10**4
         salt = _tank_closed(t, t["days"])[t["tank"]]
         value = salt if t["what"] == "mass of salt" else salt / (t["va"] if t["tank"] == "A" else t["vb"])
         assert value == key_value(g)

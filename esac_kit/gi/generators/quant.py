@@ -681,20 +681,25 @@ def tax_ledger(rng: ItemRng, *, years: int = 4, amendments: int = 4, corrections
             "PM": rng.randint(6, 24) * 250, "sr": rng.randint(3, 9), "sq": rng.randint(8, 30) * 500}
     base["b2"] = base["b1"] + rng.randint(20, 45) * 1000
     case, children = [], rng.randint(0, 2)
-    for _ in range(years):
+    loss_year = rng.randrange(years - 1)  # at least one business loss before the last year, to carry forward
+    for y in range(years):
         children = min(4, children + (rng.randrange(3) == 0))
+        loss = y == loss_year or rng.randrange(3) == 0
         case.append({
             "wages": rng.randint(16, 150) * 500,
-            "business": -rng.randint(4, 90) * 250 if rng.randrange(5) < 2 else rng.randint(1, 160) * 250,
+            "business": -rng.randint(4, 90) * 250 if loss else rng.randint(1, 160) * 250,
             "capital": -rng.randint(5, 120) * 100 if rng.randrange(5) < 2 else rng.choice([0, rng.randint(5, 300) * 100]),
             "donations": rng.choice([0, rng.randint(2, 40) * 100, rng.randint(20, 200) * 100]),
             "children": children,
-            "green": rng.choice([0, 0, rng.randint(8, 120) * 250]),
+            "green": rng.choice([0, rng.randint(8, 120) * 250]),
             "pension": rng.choice([0, rng.randint(4, 60) * 100, rng.randint(30, 120) * 100]),
         })
         case[-1]["withheld"] = rng.randint(5, 30) * case[-1]["wages"] // 100 // 10 * 10
     last = first + years - 1
     total = rng.randrange(2) == 1
+    plain = _tax_years(case, base, [], first)[0]
+    if plain[-1]["due"] <= 0 or sum(r["due"] > 0 for r in plain) < 2:  # a zero tax would make a guessable key
+        return tax_ledger(rng.fork("again"), years=years, amendments=amendments, corrections=corrections)
 
     def outcome(figures: list[dict], amended: list[dict]) -> tuple[Fraction, int, list[dict]]:
         results, events = _tax_years(figures, base, amended, first)
@@ -705,6 +710,7 @@ def tax_ledger(rng: ItemRng, *, years: int = 4, amendments: int = 4, corrections
     fixes = []
     cells = [(i, c) for i in range(years) for c in ("wages", "pension", "business", "capital", "donations", "green")]
     for _ in range(corrections):
+        plain = outcome(case, [])[0]
         for _ in range(30):
             offset, column = rng.choice(cells)
             old_value = shown[offset][column]
@@ -713,7 +719,7 @@ def tax_ledger(rng: ItemRng, *, years: int = 4, amendments: int = 4, corrections
                 new_value = abs(new_value)
             trial = [dict(r) for r in case]
             trial[offset][column] = new_value
-            if new_value != old_value and outcome(trial, [])[0] != outcome(case, [])[0]:
+            if new_value != old_value and outcome(trial, [])[0] != plain:
                 break
         cells.remove((offset, column))
         case = trial
@@ -724,7 +730,7 @@ def tax_ledger(rng: ItemRng, *, years: int = 4, amendments: int = 4, corrections
         if len(chosen) == amendments:
             break
         now = outcome(case, chosen)[0]
-        for _ in range(4):
+        for _ in range(5):
             trial = chosen + [_amendment(rng, kind, base, first, years)]
             if outcome(case, trial)[0] != now:
                 chosen = trial
