@@ -739,7 +739,7 @@ def _tax(case: dict, skip_amendments: bool = False) -> dict[int, tuple[Fraction,
 
 def _tax_answer(case: dict, prompt: str, **options) -> Fraction:
     result = _tax(case, **options)
-    if m := re.search(r"What is the total tax due \(after credits\) over the tax years (\d{4}) to (\d{4})", prompt):
+    if m := re.search(r"What is the total tax due \(as defined in §13\) over the tax years (\d{4}) to (\d{4})", prompt):
         assert sorted(result) == list(range(int(m[1]), int(m[2]) + 1))
         return sum(due for due, _ in result.values())
     year = int(re.search(r"What is the balance for tax year (\d{4})", prompt)[1])

@@ -749,7 +749,7 @@ def tax_ledger(rng: ItemRng, *, years: int = 4, amendments: int = 4, corrections
     if results[-1]["due"] <= 0 or sum(r["due"] > 0 for r in results) < 2:  # a zero tax would make a guessable key
         return tax_ledger(rng.fork("again"), years=years, amendments=amendments, corrections=corrections)
     if total:
-        question = f"What is the total tax due (after credits) over the tax years {first} to {last} together?"
+        question = f"What is the total tax due (as defined in §13) over the tax years {first} to {last} together?"
     else:
         question = f"What is the balance for tax year {last} (tax due minus tax withheld; negative means a refund)?"
     pct = lambda x: f"{x}%"  # noqa: E731
