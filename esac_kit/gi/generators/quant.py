@@ -56,7 +56,7 @@ def _litres_formula(numerator: int, slope: int, offset: int) -> str:
     return f"{numerator}/({'' if slope == 1 else slope}k + {offset})"
 
 
-def tank_mixing(rng: ItemRng, *, horizon: int = 6, order: int = 2, dosings: int = 2) -> Generated:
+def tank_mixing(rng: ItemRng, *, horizon: int = 5, order: int = 2, dosings: int = 2) -> Generated:
     """Two tanks exchange a shrinking volume every day for N days while salt is dosed on periodic schedules.
 
     The exchange scales the concentration difference by (k+alpha)/(k+alpha+order) on day k, so the product over days
@@ -172,7 +172,7 @@ def _crew_bound(speeds: list[int], windows: list[tuple[Fraction, Fraction | None
     raise AssertionError("unreachable")
 
 
-def crew_work(rng: ItemRng, *, sites: int = 7, workers: int = 5, max_crew: int = 3, shifts: int = 1) -> Generated:
+def crew_work(rng: ItemRng, *, sites: int = 8, workers: int = 6, max_crew: int = 3, shifts: int = 1) -> Generated:
     """Minimum finishing time for jobs with crew caps, workers of different speeds and some limited hours.
 
     Any set J of jobs can at no moment absorb more than the speeds of the min(capacity of J, available) fastest
@@ -502,14 +502,24 @@ def _decimal(x: Fraction) -> str:
     return ("-" if x < 0 else "") + text
 
 
-def _take(pots: list[list], limit: Fraction, usable) -> Fraction:
-    """Use carried-forward pots [origin year, amount] oldest first, up to limit; return the amount used."""
-    used = Fraction(0)
+_CENT_PARTS = 10**8  # the tax solver counts in 1e-8 dollars: every figure the code produces is a whole number of them
+
+
+def _pc(rate: int, amount: int) -> int:
+    """rate% of an amount in solver units, exactly (the code's percentages never leave the 1e-8 grid)."""
+    value, rest = divmod(rate * amount, 100)
+    assert rest == 0, "a percentage left the exact grid"
+    return value
+
+
+def _take(pots: list[list], limit: int) -> int:
+    """Use carried-forward pots [origin year, amount, ...] oldest first, up to limit; return the amount used."""
+    used = 0
     for pot in pots:
         if used >= limit:
             break
-        if usable(pot[0]) and pot[1] > 0:
-            step = min(pot[1], limit - used)
+        step = min(pot[1], limit - used)
+        if step > 0:
             pot[1] -= step
             used += step
     return used
@@ -519,7 +529,9 @@ _AMENDMENT_KINDS = ["rate", "relief", "donation", "taper", "green", "child", "ca
 
 
 def _tax_years(case: list[dict], base: dict, amendments: list[dict], first_year: int) -> tuple[list[dict], int]:
-    """Apply the code year by year; return each year's figures and how many rule applications actually bit."""
+    """Apply the code year by year in exact integer units; return each year's tax due and balance (as Fractions)
+    and how many rule applications actually bit (caps, carry-forwards used or lapsing, phase-outs, amendments)."""
+    unit = _CENT_PARTS
     loss_cf: list[list] = []      # [origin year, amount] business losses carried forward
     capital_cf: list[list] = []
     donation_cf: list[list] = []  # [origin year, amount, last usable year]
@@ -529,7 +541,7 @@ def _tax_years(case: list[dict], base: dict, amendments: list[dict], first_year:
     for offset, row in enumerate(case):
         year = first_year + offset
         p = dict(base)
-        child_exception, exception_floor, lapse_before = False, None, None
+        child_exception, exception_floor, lapse_before, half_gain, keep = False, None, None, False, 3
         for a in amendments:
             if year < a["year"]:
                 continue
@@ -539,7 +551,7 @@ def _tax_years(case: list[dict], base: dict, amendments: list[dict], first_year:
             elif kind == "relief":
                 p["L"] = a["L"]
             elif kind == "donation":
-                p["dp"] = a["dp"]
+                p["dp"], keep = a["dp"], 1
             elif kind == "taper":
                 p["T0"] = a["T0"]
             elif kind == "green":
@@ -547,98 +559,90 @@ def _tax_years(case: list[dict], base: dict, amendments: list[dict], first_year:
             elif kind == "child":
                 child_exception = True
                 if a.get("floor_from") is not None and year >= a["floor_from"]:
-                    exception_floor = a["floor"]
+                    exception_floor = a["floor"] * unit
             elif kind == "capital":
-                p["cg"], p["cf_half"] = a["cg"], True
+                p["cg"], half_gain = a["cg"], True
             elif kind == "pension":
                 p["PM"] = a["PM"]
             elif kind == "surcharge":
                 p["sr"], p["sq"] = a["sr"], a["sq"]
-        changed = [k for k in ("r2", "L", "dp", "T0", "cg", "PM", "sr", "sq") if p[k] != base[k]]
-        events += bool(changed)
-        wages, result, capital = Fraction(row["wages"]), Fraction(row["business"]), Fraction(row["capital"])
-        # §1-§2 business result
-        relief = Fraction(0)
+        events += any(p[k] != base[k] for k in ("r2", "L", "dp", "T0", "cg", "PM", "sr", "sq"))
+        wages, result, capital = row["wages"] * unit, row["business"] * unit, row["capital"] * unit
+        # §1-§2 business result and pension
+        relief = 0
         if result < 0:
-            relief = min(-result, Fraction(p["L"]), wages)
+            relief = min(-result, p["L"] * unit, wages)
             events += relief > 0
             if -result - relief > 0:
                 loss_cf.append([year, -result - relief])
-            business = Fraction(0)
+            business = 0
         else:
-            used = _take(loss_cf, result, lambda origin: True)
+            used = _take(loss_cf, result)
             events += used > 0
             business = result - used
-        pension = min(Fraction(row["pension"]), Fraction(p["pp"], 100) * wages, Fraction(p["PM"]))
-        events += pension < row["pension"]
-        ordinary = max(Fraction(0), wages + business - relief - pension)
+        pension = min(row["pension"] * unit, _pc(p["pp"], wages), p["PM"] * unit)
+        events += pension < row["pension"] * unit
+        ordinary = max(0, wages + business - relief - pension)
         # §3 capital result
-        offset_cl, net_gain = Fraction(0), Fraction(0)
+        offset_cl, net_gain = 0, 0
         if capital > 0:
-            limit = capital / 2 if p.get("cf_half") else capital
-            used = _take(capital_cf, limit, lambda origin: True)
+            used = _take(capital_cf, capital // 2 if half_gain else capital)
             events += used > 0
             net_gain = capital - used
         elif capital < 0:
-            offset_cl = min(-capital, Fraction(p["CL"]), ordinary)
+            offset_cl = min(-capital, p["CL"] * unit, ordinary)
             events += offset_cl > 0
             if -capital - offset_cl > 0:
                 capital_cf.append([year, -capital - offset_cl])
         adjusted = ordinary - offset_cl + net_gain
         # §5 allowance
-        allowance = max(Fraction(0), p["A0"] - max(Fraction(0), adjusted - p["T0"]) / 2)
-        events += allowance < p["A0"]
-        remaining = max(Fraction(0), ordinary - offset_cl - allowance)
+        allowance = max(0, p["A0"] * unit - max(0, adjusted - p["T0"] * unit) // 2)
+        events += allowance < p["A0"] * unit
+        remaining = max(0, ordinary - offset_cl - allowance)
         # §6 donations: carried forward first, oldest first, then this year's
         donation_cf = [pot for pot in donation_cf if pot[2] >= year]
-        limit = min(Fraction(p["dp"], 100) * adjusted, remaining)
-        used_cf = _take(donation_cf, limit, lambda origin: True)
+        limit = min(_pc(p["dp"], adjusted), remaining)
+        used_cf = _take(donation_cf, limit)
         events += used_cf > 0
-        own = min(Fraction(row["donations"]), limit - used_cf)
-        events += own < row["donations"]
-        lapsed = sum(pot[1] for pot in donation_cf if pot[2] == year)
-        events += lapsed > 0
-        keep = 1 if any(a["kind"] == "donation" and year >= a["year"] for a in amendments) else 3
-        if row["donations"] - own > 0:
-            donation_cf.append([year, Fraction(row["donations"]) - own, year + keep])
-        donation = used_cf + own
-        taxable = remaining - donation
+        own = min(row["donations"] * unit, limit - used_cf)
+        events += own < row["donations"] * unit
+        events += any(pot[1] > 0 and pot[2] == year for pot in donation_cf)  # lapsing at this year's end
+        if row["donations"] * unit - own > 0:
+            donation_cf.append([year, row["donations"] * unit - own, year + keep])
+        taxable = remaining - used_cf - own
         # §8 income tax
-        b1, b2 = p["b1"], p["b2"]
-        income_tax = (Fraction(p["r1"], 100) * min(taxable, b1) + Fraction(p["r2"], 100) * max(0, min(taxable, b2) - b1)
-                      + Fraction(p["r3"], 100) * max(0, taxable - b2) + Fraction(p["cg"], 100) * net_gain)
+        b1, b2 = p["b1"] * unit, p["b2"] * unit
+        left = (_pc(p["r1"], min(taxable, b1)) + _pc(p["r2"], max(0, min(taxable, b2) - b1))
+                + _pc(p["r3"], max(0, taxable - b2)) + _pc(p["cg"], net_gain))
         # §9-§11 credits
-        phase = child_exception and result < 0 and (exception_floor is None or -result > exception_floor)
-        child = Fraction(p["cc"] * row["children"])
-        if not phase and row["children"]:
-            reduced = max(Fraction(0), child - Fraction(p["ph"], 100) * max(Fraction(0), adjusted - p["T1"]))
+        spared = child_exception and result < 0 and (exception_floor is None or -result > exception_floor)
+        child = p["cc"] * row["children"] * unit
+        if not spared and row["children"]:
+            reduced = max(0, child - _pc(p["ph"], max(0, adjusted - p["T1"] * unit)))
             events += reduced < child
             child = reduced
-        elif phase and row["children"] and adjusted > p["T1"]:
+        elif spared and row["children"] and adjusted > p["T1"] * unit:
             events += 1  # the exception saved the credit from its phase-out
-        left = income_tax
-        applied_child = min(child, left)
-        events += applied_child < child
-        left -= applied_child
+        events += child > left
+        left -= min(child, left)
         green_cf = [pot for pot in green_cf if pot[0] + 2 >= year]
-        usable = (lambda origin: lapse_before is None or origin >= lapse_before)
-        blocked = sum(pot[1] for pot in green_cf if not usable(pot[0]))
-        events += blocked > 0
-        green_cf = [pot for pot in green_cf if usable(pot[0])]
-        used_green = _take(green_cf, left, lambda origin: True)
+        if lapse_before is not None:
+            events += any(pot[1] > 0 and pot[0] < lapse_before for pot in green_cf)
+            green_cf = [pot for pot in green_cf if pot[0] >= lapse_before]
+        used_green = _take(green_cf, left)
         events += used_green > 0
         left -= used_green
-        own_green = Fraction(p["gr"], 100) * row["green"]
+        own_green = _pc(p["gr"], row["green"] * unit)
         applied_green = min(own_green, left)
         left -= applied_green
         if own_green - applied_green > 0:
             green_cf.append([year, own_green - applied_green])
             events += 1
-        events += sum(pot[1] > 0 for pot in green_cf if pot[0] + 2 == year)  # lapsing at this year's end
-        surcharge = Fraction(p["sr"], 100) * max(Fraction(0), left - p["sq"])
+        events += any(pot[1] > 0 and pot[0] + 2 == year for pot in green_cf)  # lapsing at this year's end
+        surcharge = _pc(p["sr"], max(0, left - p["sq"] * unit))
         events += surcharge > 0
         due = left + surcharge
-        out.append({"year": year, "due": due, "balance": due - row["withheld"]})
+        out.append({"year": year, "due": Fraction(due, unit), "balance": Fraction(due - row["withheld"] * unit, unit)})
     return out, events
 
 
@@ -670,7 +674,7 @@ def _amendment(rng: ItemRng, kind: str, base: dict, first: int, years: int) -> d
     return a
 
 
-def tax_ledger(rng: ItemRng, *, years: int = 4, amendments: int = 4, corrections: int = 1) -> Generated:
+def tax_ledger(rng: ItemRng, *, years: int = 5, amendments: int = 5, corrections: int = 2) -> Generated:
     """A taxpayer's multi-year case under a tax code with carry-forwards, caps, phase-outs and later amendments."""
     first = rng.randint(2014, 2031)
     base = {"L": rng.randint(6, 20) * 500, "CL": rng.randint(2, 6) * 500, "A0": rng.randint(16, 30) * 500,
