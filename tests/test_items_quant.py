@@ -481,7 +481,7 @@ def test_urn_key_matches_bayes_over_the_exchangeable_urns():
         assert _urn_answer(shifted, g.prompt, _exchangeable) != key_value(g) or len(u["urns"]) == 1
 
 
-# ---------------------------------------------------------------- seatings: inclusion–exclusion, checked by brute force
+# ---------------------------------------------------------------- seatings: inclusion–exclusion, brute force
 
 
 def _seating(prompt: str) -> dict:
@@ -625,7 +625,8 @@ def _tax_case(prompt: str) -> dict:
         cells = [c.strip() for c in line[1].split("|")]
         rows[int(line[0])] = dict(zip(["wages", "pension", "business", "capital", "donations", "children", "green",
                                        "withheld"], map(number, cells)))
-    columns = {"wages": "wages", "pension contributions": "pension", "business result": "business", "capital result": "capital",
+    columns = {"wages": "wages", "pension contributions": "pension", "business result": "business",
+               "capital result": "capital",
                "donations": "donations", "green investment": "green"}
     fixes = re.findall(r"Correction: the (.*?) figure for (\d{4}) is " + money + ", not " + money, prompt)
     for label, year, new, old in fixes:
@@ -739,7 +740,8 @@ def _tax(case: dict, skip_amendments: bool = False) -> dict[int, tuple[Fraction,
 
 def _tax_answer(case: dict, prompt: str, **options) -> Fraction:
     result = _tax(case, **options)
-    if m := re.search(r"What is the total tax due \(as defined in §13\) over the tax years (\d{4}) to (\d{4})", prompt):
+    if m := re.search(r"What is the total tax due \(as defined in §13\) over the tax years (\d{4}) to (\d{4})",
+                      prompt):
         assert sorted(result) == list(range(int(m[1]), int(m[2]) + 1))
         return sum(due for due, _ in result.values())
     year = int(re.search(r"What is the balance for tax year (\d{4})", prompt)[1])
@@ -762,3 +764,25 @@ def test_tax_every_amendment_and_every_correction_changes_the_answer():
             assert _tax_answer(without, g.prompt) != key_value(g)
         for fix in re.findall(r"\nCorrection: .*", g.prompt):
             assert _tax_answer(_tax_case(g.prompt.replace(fix, "")), g.prompt) != key_value(g)
+
+
+def test_the_test_instances_cover_every_variant_the_solvers_handle():
+    """The solvers above are only evidence for the variants they meet: every branch must occur in the test pools."""
+    tanks = [_tank(g.prompt) for g in instances("quant-tank-mixing")]
+    assert {t["swap"] for t in tanks} == {True, False} and {t["what"] for t in tanks} == {"salt concentration",
+                                                                                          "mass of salt"}
+    assert any(d[0] == "once" for t in tanks for d in t["doses"])
+    urns = [g.prompt for g in instances("quant-urn-posterior")]
+    for phrase in ("was the urn used", "Given this", "the first ball drawn was red?"):
+        assert any(phrase in p for p in urns)
+    seatings = [_seating(g.prompt) for g in instances("quant-arrangement-count")]
+    assert any(s["circle"] for s in seatings) and any(s["end"] for s in seatings)
+    assert any(not s["circle"] and not s["end"] for s in seatings)
+    assert any("No two of" in g.prompt for g in instances("quant-arrangement-count"))
+    amendments = " ".join(a for g in instances("quant-tax-ledger") for a in _tax_case(g.prompt)["amendments"])
+    for phrase in ("§8 for the part", "itself replaced", "loss relief", "limit in §6", "§5 applies",
+                   "green credits carried", "child credit in §9", "capital gains tax rate", "pension deduction",
+                   "surcharge in §12"):
+        assert phrase in amendments
+    questions = [g.prompt for g in instances("quant-tax-ledger")]
+    assert any("total tax due" in p for p in questions) and any("balance for tax year" in p for p in questions)

@@ -692,7 +692,8 @@ def tax_ledger(rng: ItemRng, *, years: int = 5, amendments: int = 5, corrections
         case.append({
             "wages": rng.randint(16, 150) * 500,
             "business": -rng.randint(4, 90) * 250 if loss else rng.randint(1, 160) * 250,
-            "capital": -rng.randint(5, 120) * 100 if rng.randrange(5) < 2 else rng.choice([0, rng.randint(5, 300) * 100]),
+            "capital": (-rng.randint(5, 120) * 100 if rng.randrange(5) < 2 else
+                        rng.choice([0, rng.randint(5, 300) * 100])),
             "donations": rng.choice([0, rng.randint(2, 40) * 100, rng.randint(20, 200) * 100]),
             "children": children,
             "green": rng.choice([0, rng.randint(8, 120) * 250]),
@@ -826,10 +827,11 @@ def tax_ledger(rng: ItemRng, *, years: int = 5, amendments: int = 5, corrections
                 text += (f" With effect from tax year {a['floor_from']}, this exception applies only when the "
                          f"business loss is more than {_money(a['floor'])}.")
         elif kind == "pension":
-            text = f"With effect from tax year {y}, the upper limit of the pension deduction in §2 is {_money(a['PM'])}."
+            text = (f"With effect from tax year {y}, the upper limit of the pension deduction in §2 is "
+                    f"{_money(a['PM'])}.")
         elif kind == "surcharge":
-            text = (f"With effect from tax year {y}, the surcharge in §12 is {pct(a['sr'])} of the amount by which the "
-                    f"income tax after credits exceeds {_money(a['sq'])}.")
+            text = (f"With effect from tax year {y}, the surcharge in §12 is {pct(a['sr'])} of the amount by which "
+                    f"the income tax after credits exceeds {_money(a['sq'])}.")
         else:
             text = (f"With effect from tax year {y}, the capital gains tax rate in §8 is {pct(a['cg'])}, and capital "
                     "losses carried forward may be deducted from at most 50% of a year's capital gain (§3).")
@@ -841,10 +843,10 @@ def tax_ledger(rng: ItemRng, *, years: int = 5, amendments: int = 5, corrections
                                                _money(r["capital"]), _money(r["donations"]), str(r["children"]),
                                                _money(r["green"]), _money(r["withheld"])])
                                      for i, r in enumerate(shown)]
-    labels = {"wages": "wages", "pension": "pension contributions", "business": "business result", "capital": "capital result",
-              "donations": "donations", "green": "green investment"}
-    notes = "".join(f"\nCorrection: the {labels[column]} figure for {year} is {_money(new)}, not {_money(old)} as shown in "
-                    "the table; use the corrected figure." for year, column, new, old in fixes)
+    labels = {"wages": "wages", "pension": "pension contributions", "business": "business result",
+              "capital": "capital result", "donations": "donations", "green": "green investment"}
+    notes = "".join(f"\nCorrection: the {labels[column]} figure for {year} is {_money(new)}, not {_money(old)} as "
+                    "shown in the table; use the corrected figure." for year, column, new, old in fixes)
     prompt = (
         "The personal income tax code of the Republic of Ostria (consolidated extract) is below. All amounts are "
         "in dollars. Nothing is rounded at any stage. Tax years are computed one after another, and amounts "
