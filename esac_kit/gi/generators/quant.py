@@ -62,6 +62,8 @@ def tank_mixing(rng: ItemRng, *, horizon: int = 5, order: int = 2, dosings: int 
     The exchange scales the concentration difference by (k+alpha)/(k+alpha+order) on day k, so the product over days
     telescopes; total salt is invariant under exchanges; doses enter linearly. Closed form, no simulation.
     """
+    if not 1 <= order <= 3:
+        raise ValueError("order must be 1, 2 or 3 (the progression sums are closed forms up to cubes)")
     alpha = rng.randint(0, 3)
     s = order
     round_trip = rng.randrange(2) == 1
@@ -276,7 +278,8 @@ def urn_posterior(rng: ItemRng, *, urns: int = 3, weight: int = 4, scale: int = 
             spec.append((alpha, total - alpha, rng.randint(1, 3)))
         red_goal = rng.randint(10 ** scale, 5 * 10 ** scale)
         blue_goal = rng.randint(10 ** scale, 5 * 10 ** scale)
-        if len(set(spec)) == urns and red_goal != blue_goal:
+        starts_below = all(red_goal > (a + 1) * d and blue_goal > (b + 1) * d for a, b, d in spec)
+        if len(set(spec)) == urns and red_goal != blue_goal and starts_below:
             break
     need = []  # (alpha, beta, red draws needed, blue draws needed) per urn
     for alpha, beta, d in spec:
