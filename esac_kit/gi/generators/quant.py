@@ -428,7 +428,10 @@ def _ie_terms(together: list[tuple[int, int]], apart: list[tuple[int, int]]) -> 
 def arrangement_count(rng: ItemRng, *, guests: int = 14, together: int = 3, apart: int = 6) -> Generated:
     """Seatings of guests in a row or round a table with must-sit-together pairs, must-not-sit-together pairs and
     sometimes a guest who must take an end chair: too many to list, counted by a DP over the constrained guests."""
+    centre = guests
     while True:
+        guests = centre + rng.choice([-1, 0, 1])  # the party size and the rule count vary around the drivers,
+        apart_here = apart + rng.choice([-1, 0, 1])  # so that isomorphic rule sets (equal counts) stay rare
         circle = rng.randrange(3) == 0
         c = min(guests - 2, rng.randint(6, 8))
         names = rng.sample(_GUESTS, guests)
@@ -450,9 +453,9 @@ def arrangement_count(rng: ItemRng, *, guests: int = 14, together: int = 3, apar
         # chain, and not the end-chair guest when a together partner already takes their only inner side.
         options = [(a, b) for a, b in pairs_all if (a, b) not in req and degree[a] < 2 and degree[b] < 2
                    and component[a] != component[b] and not (end in (a, b) and degree[end] == 1)]
-        if len(options) < apart:
+        if len(options) < apart_here:
             continue
-        forb = options[:apart]
+        forb = options[:apart_here]
         count = _seatings(c, guests - c, req, forb, circle, end)
         if 10 ** 6 <= count <= 10 ** 15:
             break
