@@ -81,7 +81,7 @@ def test_the_same_seed_gives_the_same_instance_and_another_seed_another(item_id)
 @pytest.mark.parametrize("item_id", ITEMS)
 def test_answers_vary_widely(item_id):
     answers = [g.key.answer for g in instances(item_id)]
-    assert len(set(answers)) >= SEEDS - 2
+    assert len(set(answers)) >= SEEDS - 3 and max(answers.count(a) for a in answers) <= 2  # memorising cannot pay
 
 
 @pytest.mark.parametrize("item_id", ITEMS)

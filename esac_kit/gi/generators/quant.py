@@ -432,6 +432,7 @@ def arrangement_count(rng: ItemRng, *, guests: int = 14, together: int = 3, apar
     while True:
         guests = centre + rng.choice([-1, 0, 1])  # the party size and the rule count vary around the drivers,
         apart_here = apart + rng.choice([-1, 0, 1])  # so that isomorphic rule sets (equal counts) stay rare
+        together_here = max(1, together + rng.choice([-1, 0, 0, 1]))
         circle = rng.randrange(3) == 0
         c = min(guests - 2, rng.randint(6, 8))
         names = rng.sample(_GUESTS, guests)
@@ -439,7 +440,7 @@ def arrangement_count(rng: ItemRng, *, guests: int = 14, together: int = 3, apar
         rng.shuffle(pairs_all)
         req: list[tuple[int, int]] = []
         for pair in pairs_all:
-            if len(req) < together and _forest_ok(req + [pair])[0]:
+            if len(req) < together_here and _forest_ok(req + [pair])[0]:
                 req.append(pair)
         degree = [sum(p in pair for pair in req) for p in range(c)]
         component = list(range(c))
