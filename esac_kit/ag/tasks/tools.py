@@ -1,10 +1,11 @@
-"""Tool orchestration: reach a goal through several mock service APIs whose calls need ids and facts from earlier
-calls, with traps (successor products, reserved stock, void promotions, retired groups, namesakes) that only a
-careful reading of each result avoids."""
+"""Tool orchestration (ESAC-AG 2.0): long workflows over several mock services whose ids and rules are found only by
+exploring (paged listings, detail views, a describe_api tool), where early actions constrain later ones (stock holds,
+approvals that gate joins), and whose goal includes an optimum that the checks compare with the generator's own."""
 
 from __future__ import annotations
 
 import copy
+import itertools
 import re
 import unicodedata
 from datetime import date, timedelta
@@ -15,11 +16,8 @@ from esac_kit.ag.env import Environment, ToolError, tool
 from esac_kit.ag.task import AgTask, Call, Check
 from esac_kit.rng import ItemRng
 
-MAX_QUANTITY = 999
-MAX_ITEMS = 20
 
-
-# ---------------------------------------------------------------- argument checks
+# ---------------------------------------------------------------- shared helpers
 
 
 def _text(value: Any, what: str) -> str:
@@ -32,375 +30,281 @@ def _text(value: Any, what: str) -> str:
     return cleaned
 
 
+def _paged(rows: list[Any], page: int, size: int) -> dict[str, Any]:
+    """One page of a listing (pages count from 1)."""
+    pages = max(1, -(-len(rows) // size))
+    if not 1 <= page <= pages:
+        raise ToolError(f"page must be between 1 and {pages}")
+    return {"page": page, "pages": pages, "rows": rows[(page - 1) * size:page * size]}
+
+
 # ---------------------------------------------------------------- task 1: order fulfilment
 
 SHOPS = ["Northwind Home", "Kestrel Supply Co.", "Bramble & Finch", "Harbor Goods", "Larkspur Living",
          "Copperleaf Outfitters"]
-WAREHOUSES = [("WH-RNO", "Reno"), ("WH-ATL", "Atlanta"), ("WH-CMH", "Columbus"), ("WH-DFW", "Dallas"),
-              ("WH-PDX", "Portland"), ("WH-EWR", "Newark"), ("WH-MCI", "Kansas City")]
-CATEGORY_NOUNS = {"Audio": ["Speaker", "Headphones", "Soundbar", "Turntable"],
-                  "Kitchen": ["Kettle", "Blender", "Coffee Grinder", "Toaster"],
-                  "Office": ["Desk Lamp", "Monitor Arm", "Label Printer", "Shredder"],
-                  "Outdoor": ["Lantern", "Camp Stove", "Cooler", "Hammock"],
-                  "Home": ["Air Purifier", "Humidifier", "Space Heater", "Robot Vacuum"]}
+WAREHOUSE_POOL = [("WH-RNO", "Reno"), ("WH-ATL", "Atlanta"), ("WH-CMH", "Columbus"), ("WH-DFW", "Dallas"),
+                  ("WH-PDX", "Portland"), ("WH-EWR", "Newark"), ("WH-MCI", "Kansas City"), ("WH-SLC", "Salt Lake City"),
+                  ("WH-PHX", "Phoenix")]
+NOUNS = ["Speaker", "Headphones", "Soundbar", "Kettle", "Blender", "Coffee Grinder", "Desk Lamp", "Monitor Arm",
+         "Label Printer", "Lantern", "Cooler", "Hammock", "Air Purifier", "Humidifier", "Robot Vacuum", "Tent"]
+HAZMAT_NOUNS = ["Power Bank", "Camp Stove Fuel", "Lithium Battery Pack", "Aerosol Cleaner", "Butane Refill"]
 BRANDS = ["Alder", "Nova", "Summit", "Quill", "Ember", "Tidal", "Cobalt", "Juniper", "Vireo", "Atlas", "Birch",
           "Halcyon"]
-CUSTOMER_FIRST = ["Amara", "Bruno", "Chloe", "Dmitri", "Esther", "Farid", "Greta", "Hiro", "Ines", "Jonah", "Keiko",
-                  "Lorenzo", "Maya", "Nikhil", "Olga", "Pablo", "Rosa", "Soren", "Tamsin", "Uriel"]
-CUSTOMER_LAST = ["Abbott", "Brennan", "Castillo", "Dvorak", "Eriksen", "Fontaine", "Gallagher", "Haddad", "Iwata",
-                 "Jensen", "Kowalski", "Lindgren", "Moreau", "Nakamura", "Okoro", "Petrov", "Quintero", "Rasmussen"]
+FIRST = ["Amara", "Bruno", "Chloe", "Dmitri", "Esther", "Farid", "Greta", "Hiro", "Ines", "Jonah", "Keiko",
+         "Lorenzo", "Maya", "Nikhil", "Olga", "Pablo", "Rosa", "Soren", "Tamsin", "Uriel"]
+LAST = ["Abbott", "Brennan", "Castillo", "Dvorak", "Eriksen", "Fontaine", "Gallagher", "Haddad", "Iwata",
+        "Jensen", "Kowalski", "Lindgren", "Moreau", "Nakamura", "Okoro", "Petrov", "Quintero", "Rasmussen"]
 MAIL_DOMAINS = ["example.com", "mailbox.test", "inbox.example", "post.example.org"]
 ADDRESS_LABELS = ["home", "office", "studio", "cabin", "workshop", "parents"]
 CITIES = ["Boise", "Tucson", "Madison", "Raleigh", "Omaha", "Spokane", "Savannah", "Albany", "Fresno", "Tulsa"]
 STREETS = ["Maple Ave", "Harbor St", "Elm Rd", "Cedar Ln", "Ridge Way", "Mill St", "Lake Dr", "Orchard Ct"]
-PROMO_WORDS = ["SPRING", "WELCOME", "LOYAL", "BUNDLE", "AUTUMN", "THANKS", "VIP", "HOLIDAY", "FLASH", "SAVE",
-               "FRIENDS", "BACK"]
-TIER_PERCENT = {"standard": 0, "silver": 5, "gold": 10, "platinum": 15}
+MAX_SHIPMENTS = 3
+WAREHOUSE_PAGE = 3
+RATE_COLUMNS = ["zone", "base_cents", "per_kg_cents", "transit_days"]
+MAX_PLANS = 6000  # assignments the generator enumerates; denser instances are redrawn
 
-ITEMS_SCHEMA = {"type": "array", "description": "Products and quantities, each product listed once.",
-                "items": {"type": "object", "properties": {"sku": {"type": "string"}, "quantity": {"type": "integer"}},
-                          "required": ["sku", "quantity"], "additionalProperties": False}}
-SHIPMENTS_SCHEMA = {
-    "type": "array", "description": "One shipment per warehouse.",
-    "items": {"type": "object", "properties": {
-        "warehouse_id": {"type": "string"}, "quote_id": {"type": "string", "description": "From quote_shipping."},
-        "items": ITEMS_SCHEMA}, "required": ["warehouse_id", "quote_id", "items"], "additionalProperties": False}}
-
-
-def _unit_price(list_cents: int, tier: str) -> int:
-    """The tier-discounted unit price, rounded half up to the cent."""
-    return (list_cents * (100 - TIER_PERCENT[tier]) + 50) // 100
-
-
-def _shipping_cents(rate: list[int], weight_g: int) -> int:
-    """Base fee plus a per-kilogram fee for every started kilogram (at least one)."""
-    return rate[0] + rate[1] * max(1, -(-weight_g // 1000))
-
-
-def _promo_outcome(promo: dict[str, Any], tier: str, lines: list[tuple[str, int, int]], today: date
-                   ) -> tuple[int, str | None]:
-    """A promotion's discount on priced lines (category, quantity, unit price), or 0 and why it does not apply."""
-    if today > date.fromisoformat(promo["expires"]):
-        return 0, f"expired on {promo['expires']}"
-    if tier not in promo["tiers"]:
-        return 0, f"not available to {tier} customers"
-    subtotal = sum(q * u for _, q, u in lines)
-    if subtotal < promo["min_subtotal_cents"]:
-        return 0, "merchandise subtotal is below the promotion's minimum"
-    if promo["kind"] == "amount":
-        return min(promo["amount_cents"], subtotal), None
-    base = sum(q * u for category, q, u in lines if promo["category"] in (None, category))
-    if base == 0:
-        return 0, f"no items in category {promo['category']}"
-    return (base * promo["percent"] + 50) // 100, None
+ORDER_DOCS = {
+    "fulfilment": (
+        "Fulfilment rules. An order fulfils one cart. Every cart line ships whole (all its units) from one warehouse; "
+        "the lines from one warehouse form one shipment, and an order has at most {max} shipments. A discontinued "
+        "product is never sold: order its successor (replaced_by, followed until an active product) in the line's "
+        "quantity. Hazmat products ship only from hazmat_certified warehouses. Every shipment must arrive on or "
+        "before the cart's deliver_by date. The customer pays the order's shipping charge: the sum of its "
+        "shipments' costs plus a handling fee of {fee} for every shipment beyond the first."),
+    "shipping": (
+        "Shipping. A shipment's cost to an address in zone z is 0 when the merchandise value of its lines (list "
+        "price x quantity) is at least the warehouse's free_shipping_over_cents (null: never free); otherwise "
+        "base_cents + per_kg_cents x the shipment's weight in kilograms rounded up (at least 1 kg), from the "
+        "warehouse's rate for zone z. A shipment leaves dispatch_days after today (a paused warehouse: "
+        "dispatch_days after its resumes_on date) and arrives transit_days (the zone's rate) later. get_warehouse "
+        "shows a warehouse's status, certification and rates; quote_shipment prices one shipment."),
+    "holds": (
+        "Stock holds. A warehouse's available stock of a product is on_hand minus reserved. hold_stock reserves "
+        "units of one product at one warehouse for a cart and is refused beyond the available units; release_hold "
+        "returns them. A quote covers holds of one cart at one warehouse for one address and reserves nothing more; "
+        "a quote whose hold was released is void. place_order takes one quote per shipment and is refused while "
+        "the cart has a hold that none of its quotes covers. Cancelling an order releases its holds."),
+}
 
 
-def _shop_world(rng: ItemRng) -> dict[str, Any]:
-    """A seeded shop whose traps all hold; drafts that miss one are redrawn from the same stream."""
+def _ship_cost(warehouse: dict[str, Any], zone: int, weight_g: int, value_cents: int) -> int:
+    """One shipment's cost under the documented rate card."""
+    free = warehouse["free_shipping_over_cents"]
+    if free is not None and value_cents >= free:
+        return 0
+    _, base, per_kg, _ = warehouse["rates"][zone - 1]
+    return base + per_kg * max(1, -(-weight_g // 1000))
+
+
+def _arrival(warehouse: dict[str, Any], zone: int, today: date) -> date:
+    """When a shipment from the warehouse reaches the zone."""
+    start = date.fromisoformat(warehouse["resumes_on"]) if warehouse["status"] == "paused" else today
+    return start + timedelta(days=warehouse["dispatch_days"] + warehouse["rates"][zone - 1][3])
+
+
+def _order_world(rng: ItemRng) -> dict[str, Any]:
+    """A seeded shop whose cheapest feasible plan beats the obvious ones; drafts that do not are redrawn."""
     while True:
-        world = _draft_shop_world(rng)
+        world = _draft_order(rng)
         if world is not None:
             return world
 
 
-def _draft_shop_world(rng: ItemRng) -> dict[str, Any] | None:
-    """One draw of the shop, or None when a trap does not hold (a tie, a cheap alternative, a tiny discount)."""
-    today = date(2026, 1, 5) + timedelta(days=rng.randint(0, 330))
-    warehouses = rng.sample(WAREHOUSES, 4)
-    home, trap_wh, near_wh, far_wh = (w[0] for w in warehouses)
-    who = _shop_customers(rng, warehouses)
-    catalogue = _shop_catalogue(rng)
-    if catalogue is None:
-        return None
-    products, active, chain = catalogue
-    successor = chain[-1]
-    final = [active[0], active[1], successor]
+def _order_warehouses(rng: ItemRng, today: date) -> dict[str, dict[str, Any]]:
+    """Six warehouses with zone rate cards, certification, dispatch times, free-shipping levels, maybe one paused."""
+    paused = rng.randint(0, 8)  # an index past the last: no warehouse is paused
+    result = {}
+    for index, (wid, city) in enumerate(rng.sample(WAREHOUSE_POOL, 6)):
+        home = rng.randint(1, 5)
+        rates = []
+        for zone in range(1, 6):
+            d = abs(zone - home)
+            rates.append([zone, 350 + 160 * d + rng.randint(0, 25) * 10, 40 + 30 * d + rng.randint(0, 8) * 5,
+                          1 + d + rng.randint(0, 1)])
+        result[wid] = {"warehouse_id": wid, "city": city, "status": "paused" if index == paused else "active",
+                       "resumes_on": (today + timedelta(days=rng.randint(2, 6))).isoformat() if index == paused
+                       else None, "hazmat_certified": rng.randint(0, 2) > 0, "dispatch_days": rng.randint(0, 2),
+                       "free_shipping_over_cents": rng.choice([None, None, None, 50000, 70000, 90000, 120000]),
+                       "rates": rates}
+    return result
+
+
+def _order_products(rng: ItemRng, n_lines: int) -> tuple[dict[str, Any], list[str], list[str], list[str]]:
+    """The cart's products, one discontinued with a successor chain: (products, requested, final, chain)."""
+    skus = [f"SKU-{n}" for n in distinct_ints(rng, 10000, 99999, n_lines + 2)]
+    hazmat = set(rng.sample(range(n_lines), 2))
+    products: dict[str, Any] = {}
+
+    def add(sku: str, noun: str, hazardous: bool, status: str, successor: str | None) -> None:
+        products[sku] = {"sku": sku, "name": f"{rng.choice(BRANDS)} {noun} {rng.randint(2, 9)}", "status": status,
+                         "replaced_by": successor, "list_price_cents": rng.randint(15, 260) * 100 - 1,
+                         "weight_g": rng.randint(3, 80) * 100, "hazmat": hazardous}
+
+    for index, sku in enumerate(skus[:n_lines]):
+        add(sku, rng.choice(HAZMAT_NOUNS if index in hazmat else NOUNS), index in hazmat, "active", None)
+    old = rng.randint(0, n_lines - 1)
+    chain = [skus[old]] + skus[n_lines:n_lines + rng.choice([1, 1, 2])]
+    for position, sku in enumerate(chain):
+        last = position == len(chain) - 1
+        if position:
+            noun = products[chain[0]]["name"].split(" ", 1)[1].rsplit(" ", 1)[0]
+            add(sku, noun, products[chain[0]]["hazmat"], "active", None)
+        products[sku].update(status="active" if last else "discontinued", replaced_by=None if last else chain[position + 1])
+    requested = skus[:n_lines]
+    final = [chain[-1] if s == chain[0] else s for s in requested]
+    return products, requested, final, chain
+
+
+def _order_stock(rng: ItemRng, skus: list[str], warehouses: list[str], quantity: dict[str, int]
+                 ) -> dict[str, dict[str, dict[str, int]]]:
+    """Stock of every product everywhere: about half the warehouses can cover a line, some only on paper (held)."""
+    stock: dict[str, dict[str, dict[str, int]]] = {}
+    for sku in skus:
+        q = quantity.get(sku, 1)
+        stock[sku] = {}
+        for wh in warehouses:
+            if rng.randint(0, 99) < 55:
+                on_hand = q + rng.randint(0, 25)
+                reserved = rng.randint(0, on_hand - q)
+            else:
+                on_hand = rng.randint(0, q + 12)
+                reserved = rng.randint(max(0, on_hand - q + 1), on_hand) if on_hand else 0
+            stock[sku][wh] = {"on_hand": on_hand, "reserved": reserved}
+    return stock
+
+
+def _plans(final: list[str], options: dict[str, list[str]], cost) -> tuple[int, tuple[str, ...]] | None:
+    """The cheapest assignment of lines to their options with at most MAX_SHIPMENTS warehouses: (cents, plan)."""
+    best = None
+    for plan in itertools.product(*(options[s] for s in final)):
+        masks: dict[str, int] = {}
+        for index, wh in enumerate(plan):
+            masks[wh] = masks.get(wh, 0) | (1 << index)
+        if len(masks) > MAX_SHIPMENTS:
+            continue
+        total = cost(masks)
+        if best is None or total < best[0]:
+            best = (total, plan)
+    return best
+
+
+def _draft_order(rng: ItemRng) -> dict[str, Any] | None:
+    """One draw of the shop, or None when its optimum is not what a careful search alone finds."""
+    today = date(2026, 1, 5) + timedelta(days=rng.randint(0, 320))
+    deliver_by = today + timedelta(days=rng.randint(4, 6))
+    warehouses = _order_warehouses(rng, today)
+    products, requested, final, chain = _order_products(rng, rng.choice([8, 9]))
     quantity = {sku: rng.randint(1, 4) for sku in final}
-    for sku in chain[:-1]:
-        quantity[sku] = quantity[successor]
-    requested = [active[0], active[1], chain[0]]
-    rng.shuffle(requested)
-    short = rng.choice(final)  # the one line the serving warehouse cannot fill from available stock
-    stock = _shop_stock(rng, products, warehouses, quantity, final, chain, short)
-    address_id = who["address_ids"][0]
-    rates = _shop_rates(rng, warehouses, who["address_ids"], (near_wh, far_wh))
-    short_weight = products[short]["weight_g"] * quantity[short]
-    cost = {wh: _shipping_cents(rates[f"{wh}|{address_id}"], short_weight) for wh in (trap_wh, near_wh, far_wh)}
-    if not cost[trap_wh] < min(cost[near_wh], cost[far_wh]) or abs(cost[near_wh] - cost[far_wh]) < 50:
+    stock = _order_stock(rng, list(products), list(warehouses), quantity)
+    zone, fee = rng.randint(1, 5), rng.randint(5, 12) * 50
+    memo: dict[tuple[str, int], int] = {}
+
+    def cost(masks: dict[str, int]) -> int:
+        total = fee * (len(masks) - 1)
+        for wh, mask in masks.items():
+            if (wh, mask) not in memo:
+                lines = [s for i, s in enumerate(final) if mask >> i & 1]
+                memo[(wh, mask)] = _ship_cost(warehouses[wh], zone, sum(products[s]["weight_g"] * quantity[s]
+                                                                         for s in lines),
+                                              sum(products[s]["list_price_cents"] * quantity[s] for s in lines))
+            total += memo[(wh, mask)]
+        return total
+
+    def can(sku: str, wh: str, deadline: bool) -> bool:
+        shelf, site = stock[sku][wh], warehouses[wh]
+        return shelf["on_hand"] - shelf["reserved"] >= quantity[sku] and (site["hazmat_certified"] or not
+                                                                         products[sku]["hazmat"]) and (
+            not deadline or _arrival(site, zone, today) <= deliver_by)
+
+    options = {s: [wh for wh in warehouses if can(s, wh, True)] for s in final}
+    loose = {s: [wh for wh in warehouses if can(s, wh, False)] for s in final}
+    size = 1
+    for s in final:
+        size *= len(loose[s])
+    if size == 0 or size > MAX_PLANS or not all(options.values()):
         return None
-    alternative = near_wh if cost[near_wh] < cost[far_wh] else far_wh
-    lines = [(products[s]["category"], quantity[s], _unit_price(products[s]["list_price_cents"], who["tier"]))
-             for s in final]
-    offer = _shop_promos(rng, today, who["tier"], lines,
-                         sum(quantity[s] * products[s]["list_price_cents"] for s in final))
-    if offer is None:
+    best, unchecked = _plans(final, options, cost), _plans(final, loose, cost)
+    if best is None or unchecked is None or unchecked[0] > best[0] - 100:
+        return None  # ignoring the delivery date must tempt
+    greedy = {}
+    for index, sku in enumerate(final):
+        wh = min(options[sku], key=lambda w: (cost({w: 1 << index}), w))
+        greedy[wh] = greedy.get(wh, 0) | (1 << index)
+    singles = [cost({wh: (1 << len(final)) - 1}) for wh in warehouses if all(wh in options[s] for s in final)]
+    if (len(greedy) <= MAX_SHIPMENTS and cost(greedy) < best[0] + 150) or any(c < best[0] + 150 for c in singles):
         return None
-    promos, shown_codes, best, discount = offer
-
-    home_items = [s for s in final if s != short]
-    weight = sum(products[s]["weight_g"] * quantity[s] for s in home_items)
-    home_shipping = _shipping_cents(rates[f"{home}|{address_id}"], weight)
-    total = sum(q * u for _, q, u in lines) - discount + home_shipping + cost[alternative]
-    first_quote, first_order = rng.randint(1000, 8999), rng.randint(10000, 89999)
-    state = {
-        "customers": who["customers"],
-        "warehouses": {wh: {"warehouse_id": wh, "city": city} for wh, city in warehouses},
-        "products": products, "stock": stock, "promos": promos, "quotes": {}, "orders": {}}
-    plan = {
-        "shop": rng.choice(SHOPS), "customer_id": who["customer_id"], "customer_name": who["name"],
-        "email": who["email"], "label": who["label"], "address_id": address_id, "requested": requested,
-        "chain": chain, "final": final, "quantity": quantity, "short": short, "home": home,
-        "candidates": sorted([near_wh, far_wh]), "alternative": alternative, "codes": shown_codes, "best": best,
-        "discount": discount, "total": total, "warehouse_of": {s: (alternative if s == short else home) for s in final},
-        "home_items": home_items}
-    return {"state": state, "today": today, "rates": rates, "first_quote": first_quote, "first_order": first_order,
-            "plan": plan}
+    return _order_world_from(rng, today, deliver_by, warehouses, products, stock, {
+        "requested": requested, "final": final, "chain": chain, "quantity": quantity, "zone": zone, "fee": fee,
+        "options": options, "optimum": best[0], "assignment": dict(zip(final, best[1]))})
 
 
-def _shop_customers(rng: ItemRng, warehouses: list[tuple[str, str]]) -> dict[str, Any]:
-    """The customer, whose wanted address is not the default, and three others, one a namesake."""
-    home = warehouses[0][0]
-    first, last = rng.choice(CUSTOMER_FIRST), rng.choice(CUSTOMER_LAST)
-    tier = rng.choice(list(TIER_PERCENT))
+def _order_world_from(rng: ItemRng, today: date, deliver_by: date, warehouses: dict[str, Any],
+                      products: dict[str, Any], stock: dict[str, Any], plan: dict[str, Any]) -> dict[str, Any]:
+    """The customer, addresses and cart around a drawn catalogue and its optimum."""
+    first, last = rng.choice(FIRST), rng.choice(LAST)
     customer_id = f"C-{rng.randint(10000, 99999)}"
     email = f"{first.lower()}.{last.lower()}{rng.randint(2, 98)}@{rng.choice(MAIL_DOMAINS)}"
     labels = rng.sample(ADDRESS_LABELS, rng.randint(2, 3))
     address_ids = [f"A-{n}" for n in distinct_ints(rng, 1000, 9999, len(labels))]
-    addresses = []
+    addresses = {}
     for index, (label, address_id) in enumerate(zip(labels, address_ids)):
-        addresses.append({"address_id": address_id, "label": label, "default": index == 1,
-                          "street": f"{rng.randint(10, 9899)} {rng.choice(STREETS)}", "city": rng.choice(CITIES),
-                          "serving_warehouse": home if index == 0 else rng.choice([w[0] for w in warehouses])})
-    rng.shuffle(addresses)
-    customers = {customer_id: {"customer_id": customer_id, "name": f"{first} {last}", "email": email, "tier": tier,
-                               "addresses": addresses}}
-    for _ in range(3):  # other customers, one a namesake, so lookups must go by email
-        other_id = f"C-{rng.randint(10000, 99999)}"
-        if other_id in customers:
-            continue
-        other_first = first if not customers.keys() - {customer_id} else rng.choice(CUSTOMER_FIRST)
-        other_last = last if other_first == first else rng.choice(CUSTOMER_LAST)
-        customers[other_id] = {"customer_id": other_id, "name": f"{other_first} {other_last}",
-                               "email": f"{other_first.lower()}{rng.randint(100, 999)}@{rng.choice(MAIL_DOMAINS)}",
-                               "tier": rng.choice(list(TIER_PERCENT)),
-                               "addresses": [{"address_id": f"A-{rng.randint(10000, 99999)}", "label": "home",
-                                              "default": True, "street": f"{rng.randint(10, 9899)} "
-                                              f"{rng.choice(STREETS)}", "city": rng.choice(CITIES),
-                                              "serving_warehouse": rng.choice([w[0] for w in warehouses])}]}
-    return {"customer_id": customer_id, "name": f"{first} {last}", "email": email, "tier": tier,
-            "label": labels[0], "address_ids": address_ids, "customers": customers}
+        addresses[address_id] = {"address_id": address_id, "label": label, "default": index == 1,
+                                 "street": f"{rng.randint(10, 9899)} {rng.choice(STREETS)}",
+                                 "city": rng.choice(CITIES),
+                                 "zone": plan["zone"] if index == 0 else rng.randint(1, 5)}
+    order_ids = address_ids[:]
+    rng.shuffle(order_ids)
+    cart_id = f"K-{rng.randint(100000, 999999)}"
+    customers = {customer_id: {"customer_id": customer_id, "name": f"{first} {last}", "email": email,
+                               "addresses": [{"address_id": a, "label": addresses[a]["label"],
+                                              "default": addresses[a]["default"]} for a in order_ids]}}
+    lines = [{"sku": sku, "quantity": plan["quantity"][fin]} for sku, fin in zip(plan["requested"], plan["final"])]
+    carts = {cart_id: {"cart_id": cart_id, "customer_id": customer_id, "created": (today - timedelta(days=1)).isoformat(),
+                       "deliver_by": deliver_by.isoformat(), "lines": lines}}
+    shipments: dict[str, list[str]] = {}
+    for sku in plan["final"]:
+        shipments.setdefault(plan["assignment"][sku], []).append(sku)
+    plan = {**plan, "shop": rng.choice(SHOPS), "email": email, "label": labels[0], "customer_id": customer_id,
+            "address_id": address_ids[0], "cart_id": cart_id, "deliver_by": deliver_by.isoformat(),
+            "shipments": shipments}
+    state = {"customers": customers, "addresses": addresses, "carts": carts, "products": products, "stock": stock,
+             "warehouses": warehouses, "holds": {}, "quotes": {}, "orders": {}}
+    return {"state": state, "today": today, "plan": plan, "first_hold": rng.randint(100, 899),
+            "first_quote": rng.randint(1000, 8999), "first_order": rng.randint(10000, 89999)}
 
 
-def _shop_catalogue(rng: ItemRng) -> tuple[dict[str, dict[str, Any]], list[str], list[str]] | None:
-    """Two active requested products, a discontinued one with a successor chain, and fillers; None on a price tie."""
-    chain_length = rng.choice([1, 1, 2])  # discontinued links before the active successor
-    categories = rng.sample(list(CATEGORY_NOUNS), 4)
-    skus = [f"SKU-{n}" for n in distinct_ints(rng, 10000, 99999, 9)]
-    products: dict[str, dict[str, Any]] = {}
-
-    def add(sku: str, category: str, name: str, status: str, replaced_by: str | None, price: int) -> None:
-        products[sku] = {"sku": sku, "name": name, "category": category, "list_price_cents": price,
-                         "weight_g": rng.randint(3, 60) * 100, "status": status, "replaced_by": replaced_by}
-
-    def price() -> int:
-        return rng.randint(15, 260) * 100 - 1
-
-    active = []
-    for n in range(2):
-        category = categories[n]
-        add(skus[n], category, f"{rng.choice(BRANDS)} {rng.choice(CATEGORY_NOUNS[category])} {rng.randint(1, 6)}",
-            "active", None, price())
-        active.append(skus[n])
-    old_category = categories[rng.randint(0, 2)]
-    brand, noun, generation = rng.choice(BRANDS), rng.choice(CATEGORY_NOUNS[old_category]), rng.randint(1, 5)
-    chain = skus[2:3 + chain_length]  # discontinued..., successor
-    old_price = price()
-    for position, sku in enumerate(chain):
-        is_last = position == len(chain) - 1
-        step_price = old_price if position == 0 else max(999, old_price + rng.randint(-40, 60) * 100)
-        add(sku, old_category, f"{brand} {noun} {generation + position}", "active" if is_last else "discontinued",
-            None if is_last else chain[position + 1], step_price)
-    for sku in skus[3 + chain_length:]:
-        category = rng.choice(categories)
-        add(sku, category, f"{rng.choice(BRANDS)} {rng.choice(CATEGORY_NOUNS[category])} {rng.randint(1, 6)}",
-            rng.choice(["active", "active", "discontinued"]), None, price())
-    if products[chain[-1]]["list_price_cents"] == products[chain[0]]["list_price_cents"]:
-        return None
-    return products, active, chain
-
-
-def _shop_stock(rng: ItemRng, products: dict[str, Any], warehouses: list[tuple[str, str]], quantity: dict[str, int],
-                final: list[str], chain: list[str], short: str) -> dict[str, dict[str, dict[str, int]]]:
-    """Random stock everywhere, then the traps: reserved units at home, a tempting warehouse whose stock is reserved."""
-    home, trap_wh, near_wh, far_wh = (w[0] for w in warehouses)
-    stock: dict[str, dict[str, dict[str, int]]] = {}
-    for sku in products:
-        stock[sku] = {}
-        for wh, _ in warehouses:
-            on_hand = rng.randint(0, 30)
-            stock[sku][wh] = {"on_hand": on_hand, "reserved": rng.randint(0, on_hand // 2)}
-
-    def enough(sku: str, wh: str) -> None:
-        q = quantity[sku]
-        on_hand = rng.randint(q + 1, q + 30)
-        stock[sku][wh] = {"on_hand": on_hand, "reserved": rng.randint(0, on_hand - q)}
-
-    def reserved_away(sku: str, wh: str, extra: int) -> None:
-        q = quantity[sku]
-        on_hand = rng.randint(q + extra, q + extra + 15)
-        stock[sku][wh] = {"on_hand": on_hand, "reserved": on_hand - rng.randint(0, q - 1)}
-
-    for sku in final:
-        if sku == short:
-            reserved_away(sku, home, 0)
-            reserved_away(sku, trap_wh, 20)
-            enough(sku, near_wh)
-            enough(sku, far_wh)
-        else:
-            enough(sku, home)
-    for sku in chain[:-1]:
-        enough(sku, home)  # ordering the discontinued product would go through without complaint
-    return stock
-
-
-def _shop_rates(rng: ItemRng, warehouses: list[tuple[str, str]], address_ids: list[str],
-                far: tuple[str, str]) -> dict[str, list[int]]:
-    """Shipping rates per (warehouse, address); to the wanted address the tempting warehouse is the cheapest
-    alternative."""
-    rates: dict[str, list[int]] = {}
-    for addr in address_ids:
-        for wh, _ in warehouses:
-            zone = rng.randint(1, 5)
-            rates[f"{wh}|{addr}"] = [300 + 200 * zone + rng.randint(0, 150), 50 + 45 * zone + rng.randint(0, 40)]
-    home, trap_wh = warehouses[0][0], warehouses[1][0]
-    for wh, zone in ((home, 1), (trap_wh, 2), (far[0], rng.randint(3, 5)), (far[1], rng.randint(3, 5))):
-        rates[f"{wh}|{address_ids[0]}"] = [300 + 200 * zone + rng.randint(0, 150),
-                                           50 + 45 * zone + rng.randint(0, 40)]
-    return rates
-
-
-def _shop_promos(rng: ItemRng, today: date, tier: str, lines: list[tuple[str, int, int]], list_subtotal: int
-                 ) -> tuple[dict[str, dict[str, Any]], list[str], str, int] | None:
-    """An expired generous code, a category percentage and a fixed amount whose validity varies, plus decoys:
-    (promos, the customer's codes as shown, the best code, its discount), or None when the best barely wins."""
-    subtotal = sum(q * u for _, q, u in lines)
-    promo_category = rng.choice(lines)[0]
-    percent = rng.randint(10, 25)
-    category_base = sum(q * u for c, q, u in lines if c == promo_category)
-    category_discount = (category_base * percent + 50) // 100
-    if category_discount < 800:
-        return None
-    codes = [f"{word}{rng.randint(10, 40)}" for word in rng.sample(PROMO_WORDS, 3)]
-    expired_code, category_code, amount_code = codes
-    all_tiers = list(TIER_PERCENT)
-    variant = rng.choice(["amount_best", "category_best", "below_minimum", "wrong_tier"])
-    minimum = (subtotal * rng.randint(40, 90) // 100) // 1000 * 1000
-    tiers = all_tiers
-    if variant == "category_best":
-        amount = (category_discount - rng.randint(200, category_discount - 500)) // 500 * 500
-    else:  # bigger than the category discount: the winner when valid, the temptation when not
-        amount = (category_discount + rng.randint(700, 3000)) // 500 * 500
-    if variant == "below_minimum":
-        if list_subtotal - subtotal >= 1000:  # met on list prices, missed on the tier prices that count
-            minimum = (subtotal // 1000 + 1) * 1000
-        else:
-            minimum = (subtotal // 1000 + rng.randint(1, 8)) * 1000
-    if variant == "wrong_tier":
-        tiers = [t for t in all_tiers if t != tier]
-        tiers = tiers[rng.randint(0, 1):]
-    if amount < 500 or amount >= subtotal:
-        return None
-    promos = {
-        expired_code: {"code": expired_code, "kind": "percent", "percent": rng.randint(20, 30), "category": None,
-                       "amount_cents": None, "min_subtotal_cents": 0, "tiers": all_tiers,
-                       "expires": (today - timedelta(days=rng.randint(1, 12))).isoformat()},
-        category_code: {"code": category_code, "kind": "percent", "percent": percent, "category": promo_category,
-                        "amount_cents": None, "min_subtotal_cents": 0,
-                        "tiers": all_tiers if rng.randint(0, 1) else [t for t in all_tiers if t != "standard" or
-                                                                       tier == "standard"],
-                        "expires": (today + timedelta(days=rng.randint(3, 60))).isoformat()},
-        amount_code: {"code": amount_code, "kind": "amount", "percent": None, "category": None, "amount_cents": amount,
-                      "min_subtotal_cents": minimum, "tiers": tiers,
-                      "expires": (today + timedelta(days=rng.randint(0, 45))).isoformat()},
-    }
-    outcomes = {code: _promo_outcome(promos[code], tier, lines, today)[0] for code in codes}
-    best = max(codes, key=lambda code: outcomes[code])
-    if sorted(outcomes.values())[-1] - sorted(outcomes.values())[-2] < 200:
-        return None
-    for code in rng.sample(PROMO_WORDS, 2):  # codes the customer does not hold, for realism
-        decoy = f"{code}{rng.randint(41, 60)}"
-        promos[decoy] = {"code": decoy, "kind": "amount", "percent": None, "category": None,
-                         "amount_cents": rng.randint(2, 10) * 500, "min_subtotal_cents": rng.randint(5, 30) * 1000,
-                         "tiers": all_tiers, "expires": (today + timedelta(days=rng.randint(1, 90))).isoformat()}
-    shown_codes = list(codes)
-    rng.shuffle(shown_codes)
-    return promos, shown_codes, best, outcomes[best]
+HOLD_IDS = {"type": "array", "items": {"type": "string"}, "description": "Hold ids, all at this warehouse."}
 
 
 class ShopEnv(Environment):
-    """Separate mock services of an online shop: customers, catalogue, inventory, pricing, promotions, shipping
-    and orders."""
+    """Mock shop services: customers, carts, catalogue, inventory and holds, warehouses, shipping and orders."""
 
     def __init__(self, world: dict[str, Any]):
         super().__init__()
         self.state = copy.deepcopy(world["state"])
         self._today: date = world["today"]
-        self._rates: dict[str, list[int]] = world["rates"]
-        self._next_quote: int = world["first_quote"]
-        self._next_order: int = world["first_order"]
+        self._fee: int = world["plan"]["fee"]
+        self._next = {"hold": world["first_hold"], "quote": world["first_quote"], "order": world["first_order"]}
 
-    # ---- lookups shared by the tools
+    def _get(self, table: str, key: str, what: str, upper: bool = True) -> dict[str, Any]:
+        value = _text(key, what)
+        record = self.state[table].get(value.upper() if upper else value)
+        if record is None:
+            raise ToolError(f"no {what.replace('_', ' ')} '{value}'")
+        return record
 
-    def _customer(self, customer_id: str) -> dict[str, Any]:
-        customer = self.state["customers"].get(_text(customer_id, "customer_id").upper())
-        if customer is None:
-            raise ToolError(f"no customer with id '{customer_id}'")
-        return customer
+    def _new_id(self, kind: str, prefix: str) -> str:
+        number = self._next[kind]
+        self._next[kind] += 1
+        return f"{prefix}-{number}"
 
-    def _product(self, sku: str) -> dict[str, Any]:
-        product = self.state["products"].get(_text(sku, "sku").upper())
-        if product is None:
-            raise ToolError(f"no product with sku '{sku}'")
-        return product
+    @tool("Documentation of the shop's services. Topics: 'fulfilment' (what an order may contain and how it is "
+          "charged), 'shipping' (rate cards, free shipping, arrival dates), 'holds' (stock holds, quotes, orders).",
+          {"topic": {"type": "string", "enum": list(ORDER_DOCS)}})
+    def describe_api(self, topic: str) -> Any:
+        return {"topic": topic, "text": ORDER_DOCS[topic].format(max=MAX_SHIPMENTS, fee=dollars(self._fee))}
 
-    def _warehouse(self, warehouse_id: str) -> str:
-        key = _text(warehouse_id, "warehouse_id").upper()
-        if key not in self.state["warehouses"]:
-            known = ", ".join(self.state["warehouses"])
-            raise ToolError(f"no warehouse with id '{warehouse_id}' (warehouses: {known})")
-        return key
-
-    def _items(self, items: list[dict[str, Any]]) -> list[list[Any]]:
-        """Validated [sku, quantity] pairs sorted by sku."""
-        if not items:
-            raise ToolError("items is empty")
-        if len(items) > MAX_ITEMS:
-            raise ToolError(f"at most {MAX_ITEMS} items")
-        pairs: dict[str, int] = {}
-        for entry in items:
-            sku = self._product(entry["sku"])["sku"]
-            if not 1 <= entry["quantity"] <= MAX_QUANTITY:
-                raise ToolError(f"quantity of {sku} must be between 1 and {MAX_QUANTITY}")
-            if sku in pairs:
-                raise ToolError(f"{sku} is listed twice; list each product once")
-            pairs[sku] = entry["quantity"]
-        return [[sku, pairs[sku]] for sku in sorted(pairs)]
-
-    def _priced(self, tier: str, pairs: list[list[Any]]) -> list[dict[str, Any]]:
-        lines = []
-        for sku, qty in pairs:
-            product = self.state["products"][sku]
-            unit = _unit_price(product["list_price_cents"], tier)
-            lines.append({"sku": sku, "quantity": qty, "category": product["category"],
-                          "list_unit_cents": product["list_price_cents"], "unit_price_cents": unit,
-                          "line_total_cents": unit * qty})
-        return lines
-
-    # ---- tools
-
-    @tool("Customer service: find a customer by e-mail address. Returns the customer id, name, loyalty tier and "
-          "saved addresses (each with its address_id, label, whether it is the default, and the id of the warehouse "
-          "that serves it).",
+    @tool("Customers: find a customer by e-mail: id, name and saved addresses (id, label, default).",
           {"email": {"type": "string"}})
     def find_customer(self, email: str) -> Any:
         wanted = _text(email, "email").lower()
@@ -409,257 +313,240 @@ class ShopEnv(Environment):
                 return copy.deepcopy(customer)
         raise ToolError(f"no customer with e-mail '{email}'")
 
-    @tool("Catalogue service: one product by SKU: name, category, list price in cents, shipping weight in grams, "
-          "status ('active' or 'discontinued') and, for a discontinued product, replaced_by: the SKU of its successor.",
-          {"sku": {"type": "string"}})
+    @tool("Customers: one saved address in full, with its shipping zone.", {"address_id": {"type": "string"}})
+    def get_address(self, address_id: str) -> Any:
+        return copy.deepcopy(self._get("addresses", address_id, "address_id"))
+
+    @tool("Carts: one cart: its customer, lines (sku, quantity) and deliver_by date.", {"cart_id": {"type": "string"}})
+    def get_cart(self, cart_id: str) -> Any:
+        return copy.deepcopy(self._get("carts", cart_id, "cart_id"))
+
+    @tool("Catalogue: one product by SKU.", {"sku": {"type": "string"}})
     def get_product(self, sku: str) -> Any:
-        return copy.deepcopy(self._product(sku))
+        return copy.deepcopy(self._get("products", sku, "sku"))
 
-    @tool("Inventory service: stock of one product in every warehouse. on_hand counts every unit on the shelf, "
-          "including units reserved for other orders; the available stock is on_hand minus reserved.",
-          {"sku": {"type": "string"}})
+    @tool("Inventory: a product's on_hand and reserved units in every warehouse.", {"sku": {"type": "string"}})
     def get_stock(self, sku: str) -> Any:
-        product = self._product(sku)
-        per_warehouse = self.state["stock"][product["sku"]]
-        return {"sku": product["sku"], "warehouses": [
-            {"warehouse_id": wh, "city": self.state["warehouses"][wh]["city"], **per_warehouse[wh]}
-            for wh in self.state["warehouses"]]}
+        product = self._get("products", sku, "sku")
+        shelves = self.state["stock"][product["sku"]]
+        return {"sku": product["sku"], "warehouses": [{"warehouse_id": wh, **shelves[wh]} for wh in shelves]}
 
-    @tool("Pricing service: price products for a customer. Unit prices include the customer's loyalty-tier "
-          "discount; the merchandise subtotal is before promotions and shipping. Read-only.",
-          {"customer_id": {"type": "string"}, "items": ITEMS_SCHEMA})
-    def price_items(self, customer_id: str, items: list[dict[str, Any]]) -> Any:
-        customer = self._customer(customer_id)
-        lines = self._priced(customer["tier"], self._items(items))
-        return {"customer_id": customer["customer_id"], "tier": customer["tier"],
-                "tier_discount_percent": TIER_PERCENT[customer["tier"]], "lines": lines,
-                "merchandise_subtotal_cents": sum(line["line_total_cents"] for line in lines)}
+    @tool("Warehouses: one page of the warehouse list (id and city).", {"page": {"type": "integer"}})
+    def list_warehouses(self, page: int) -> Any:
+        rows = [{"warehouse_id": w["warehouse_id"], "city": w["city"]} for w in self.state["warehouses"].values()]
+        listing = _paged(rows, page, WAREHOUSE_PAGE)
+        return {"page": listing["page"], "pages": listing["pages"], "warehouses": listing["rows"]}
 
-    @tool("Promotions service: the terms of a promo code. A code applies to an order only if today is on or before "
-          "`expires`, the customer's tier is in `tiers`, and the order's merchandise subtotal after tier discounts "
-          "(before shipping) is at least `min_subtotal_cents`. kind 'percent' takes `percent` off the tier-discounted "
-          "lines of `category` (every line when category is null), rounded to the cent; kind 'amount' takes "
-          "`amount_cents` off. Shipping is never discounted. An order takes at most one code.",
-          {"code": {"type": "string"}})
-    def get_promo(self, code: str) -> Any:
-        promo = self.state["promos"].get(_text(code, "code").upper())
-        if promo is None:
-            raise ToolError(f"no promotion with code '{code}'")
-        return {**copy.deepcopy(promo), "today": self._today.isoformat()}
+    @tool("Warehouses: one warehouse in full.", {"warehouse_id": {"type": "string"}})
+    def get_warehouse(self, warehouse_id: str) -> Any:
+        site = self._get("warehouses", warehouse_id, "warehouse_id")
+        return {**copy.deepcopy(site), "rate_columns": RATE_COLUMNS}
 
-    @tool("Shipping service: quote one shipment of the given items from a warehouse to a customer address. Returns "
-          "a quote_id and the shipping cost in cents; create_order needs the quote of each shipment, covering "
-          "exactly that shipment's items. Quoting reserves nothing.",
-          {"warehouse_id": {"type": "string"}, "address_id": {"type": "string"}, "items": ITEMS_SCHEMA})
-    def quote_shipping(self, warehouse_id: str, address_id: str, items: list[dict[str, Any]]) -> Any:
-        wh = self._warehouse(warehouse_id)
-        address = _text(address_id, "address_id").upper()
-        if f"{wh}|{address}" not in self._rates:
-            raise ToolError(f"no address with id '{address_id}'")
-        pairs = self._items(items)
-        weight = sum(self.state["products"][sku]["weight_g"] * qty for sku, qty in pairs)
-        quote_id = f"Q-{self._next_quote}"
-        self._next_quote += 1
-        quote = {"quote_id": quote_id, "warehouse_id": wh, "address_id": address,
-                 "items": [{"sku": sku, "quantity": qty} for sku, qty in pairs], "weight_g": weight,
-                 "shipping_cents": _shipping_cents(self._rates[f"{wh}|{address}"], weight)}
+    @tool("Inventory: hold units of a product at a warehouse for a cart. Returns the hold.",
+          {"cart_id": {"type": "string"}, "sku": {"type": "string"}, "warehouse_id": {"type": "string"},
+           "quantity": {"type": "integer"}})
+    def hold_stock(self, cart_id: str, sku: str, warehouse_id: str, quantity: int) -> Any:
+        cart = self._get("carts", cart_id, "cart_id")
+        product = self._get("products", sku, "sku")
+        wh = self._get("warehouses", warehouse_id, "warehouse_id")["warehouse_id"]
+        if not 1 <= quantity <= 999:
+            raise ToolError("quantity must be between 1 and 999")
+        shelf = self.state["stock"][product["sku"]][wh]
+        available = shelf["on_hand"] - shelf["reserved"]
+        if quantity > available:
+            raise ToolError(f"{wh} has {available} available unit(s) of {product['sku']}")
+        shelf["reserved"] += quantity
+        hold_id = self._new_id("hold", "H")
+        hold = {"hold_id": hold_id, "cart_id": cart["cart_id"], "sku": product["sku"], "warehouse_id": wh,
+                "quantity": quantity, "status": "held"}
+        self.state["holds"][hold_id] = hold
+        return copy.deepcopy(hold)
+
+    @tool("Inventory: release a hold that no order uses.", {"hold_id": {"type": "string"}})
+    def release_hold(self, hold_id: str) -> Any:
+        hold = self._get("holds", hold_id, "hold_id")
+        if hold["status"] != "held":
+            raise ToolError(f"hold {hold['hold_id']} is {hold['status']}")
+        self.state["stock"][hold["sku"]][hold["warehouse_id"]]["reserved"] -= hold["quantity"]
+        hold["status"] = "released"
+        return {"hold_id": hold["hold_id"], "status": "released"}
+
+    @tool("Shipping: quote one shipment of held units from their warehouse to an address: cost and arrival date.",
+          {"warehouse_id": {"type": "string"}, "address_id": {"type": "string"}, "hold_ids": HOLD_IDS})
+    def quote_shipment(self, warehouse_id: str, address_id: str, hold_ids: list[str]) -> Any:
+        site = self._get("warehouses", warehouse_id, "warehouse_id")
+        address = self._get("addresses", address_id, "address_id")
+        holds = self._holds(hold_ids, site["warehouse_id"])
+        for hold in holds:
+            product = self.state["products"][hold["sku"]]
+            if product["hazmat"] and not site["hazmat_certified"]:
+                raise ToolError(f"{site['warehouse_id']} is not certified to ship hazmat product {product['sku']}")
+        weight = sum(self.state["products"][h["sku"]]["weight_g"] * h["quantity"] for h in holds)
+        value = sum(self.state["products"][h["sku"]]["list_price_cents"] * h["quantity"] for h in holds)
+        quote_id = self._new_id("quote", "Q")
+        quote = {"quote_id": quote_id, "warehouse_id": site["warehouse_id"], "address_id": address["address_id"],
+                 "hold_ids": [h["hold_id"] for h in holds], "weight_g": weight, "value_cents": value,
+                 "cost_cents": _ship_cost(site, address["zone"], weight, value),
+                 "arrives": _arrival(site, address["zone"], self._today).isoformat()}
         self.state["quotes"][quote_id] = quote
         return copy.deepcopy(quote)
 
-    @tool("Order service: place an order. Each shipment names its warehouse, the quote_id of a shipping quote for "
-          "exactly its items to this address, and its items. Units are reserved from each warehouse's available "
-          "stock; units the warehouse cannot cover are backordered. promo_code (optional) is applied only if the "
-          "order meets its terms; otherwise the order is still placed without a discount. Returns the order with "
-          "its order_id and total_cents (merchandise after tier discounts, minus the promotion, plus shipping).",
-          {"customer_id": {"type": "string"}, "address_id": {"type": "string"}, "shipments": SHIPMENTS_SCHEMA,
-           "promo_code": {"type": "string", "description": "Leave out for no promotion."}},
-          required=["customer_id", "address_id", "shipments"])
-    def create_order(self, customer_id: str, address_id: str, shipments: list[dict[str, Any]],
-                     promo_code: str = "") -> Any:
-        customer = self._customer(customer_id)
-        address = _text(address_id, "address_id").upper()
-        if address not in [a["address_id"] for a in customer["addresses"]]:
-            raise ToolError(f"address '{address_id}' is not one of {customer['customer_id']}'s addresses")
-        if not shipments:
-            raise ToolError("shipments is empty")
-        if len(shipments) > len(self.state["warehouses"]):
-            raise ToolError("one shipment per warehouse at most")
-        planned, seen_warehouses, seen_skus = [], set(), set()
-        for shipment in shipments:
-            wh = self._warehouse(shipment["warehouse_id"])
-            if wh in seen_warehouses:
-                raise ToolError(f"two shipments from {wh}; put its items in one shipment")
-            seen_warehouses.add(wh)
-            pairs = self._items(shipment["items"])
-            for sku, _ in pairs:
-                if sku in seen_skus:
-                    raise ToolError(f"{sku} appears in two shipments")
-                seen_skus.add(sku)
-            quote = self.state["quotes"].get(_text(shipment["quote_id"], "quote_id").upper())
-            if quote is None:
-                raise ToolError(f"no shipping quote '{shipment['quote_id']}'")
-            if quote["warehouse_id"] != wh or quote["address_id"] != address or \
-                    [[i["sku"], i["quantity"]] for i in quote["items"]] != pairs:
-                covered = ", ".join(f"{i['quantity']} x {i['sku']}" for i in quote["items"])
-                raise ToolError(f"quote {quote['quote_id']} does not cover this shipment (it is for "
-                                f"{quote['warehouse_id']} to {quote['address_id']}: {covered})")
-            planned.append((wh, quote, pairs))
-        promo = None
-        if promo_code.strip():
-            promo = self.state["promos"].get(_text(promo_code, "promo_code").upper())
-            if promo is None:
-                raise ToolError(f"no promotion with code '{promo_code}'")
+    def _holds(self, hold_ids: list[str], wh: str) -> list[dict[str, Any]]:
+        if not hold_ids or len(hold_ids) > 20 or len(set(hold_ids)) != len(hold_ids):
+            raise ToolError("hold_ids must list 1-20 distinct holds")
+        holds = [self._get("holds", h, "hold_id") for h in hold_ids]
+        for hold in holds:
+            if hold["status"] != "held" or hold["warehouse_id"] != wh:
+                raise ToolError(f"hold {hold['hold_id']} is not an active hold at {wh}")
+        if len({h["cart_id"] for h in holds}) != 1:
+            raise ToolError("the holds belong to different carts")
+        return holds
 
-        order_id = f"SO-{self._next_order}"
-        self._next_order += 1
-        order_shipments, priced_lines = [], []
-        for wh, quote, pairs in planned:
-            items = []
-            for line in self._priced(customer["tier"], pairs):
-                shelf = self.state["stock"][line["sku"]][wh]
-                taken = min(line["quantity"], max(0, shelf["on_hand"] - shelf["reserved"]))
-                shelf["reserved"] += taken
-                items.append({"sku": line["sku"], "quantity": line["quantity"],
-                              "unit_price_cents": line["unit_price_cents"], "backordered": line["quantity"] - taken})
-                priced_lines.append((line["category"], line["quantity"], line["unit_price_cents"]))
-            order_shipments.append({"warehouse_id": wh, "quote_id": quote["quote_id"],
-                                    "shipping_cents": quote["shipping_cents"], "items": items})
-        subtotal = sum(q * u for _, q, u in priced_lines)
-        shipping = sum(s["shipping_cents"] for s in order_shipments)
-        discount, why_not = (0, None) if promo is None else _promo_outcome(promo, customer["tier"], priced_lines,
-                                                                           self._today)
-        order = {"order_id": order_id, "customer_id": customer["customer_id"], "address_id": address,
-                 "status": "placed", "placed_on": self._today.isoformat(), "shipments": order_shipments,
-                 "promo_code": promo["code"] if promo else None, "promo_discount_cents": discount,
-                 "promo_status": None if promo is None else (f"not applied: {why_not}" if why_not else "applied"),
-                 "merchandise_subtotal_cents": subtotal, "shipping_cents": shipping,
-                 "total_cents": subtotal - discount + shipping}
+    @tool("Orders: place the order of a cart: one quote per shipment, all to one of the customer's addresses. "
+          "Returns the order with its shipments and shipping_cents (the charge to the customer).",
+          {"cart_id": {"type": "string"}, "address_id": {"type": "string"},
+           "quote_ids": {"type": "array", "items": {"type": "string"}}})
+    def place_order(self, cart_id: str, address_id: str, quote_ids: list[str]) -> Any:
+        cart = self._get("carts", cart_id, "cart_id")
+        address = self._get("addresses", address_id, "address_id")["address_id"]
+        customer = self.state["customers"][cart["customer_id"]]
+        if address not in [a["address_id"] for a in customer["addresses"]]:
+            raise ToolError(f"address {address} is not one of {customer['customer_id']}'s addresses")
+        placed = [o["order_id"] for o in self.state["orders"].values()
+                  if o["cart_id"] == cart["cart_id"] and o["status"] == "placed"]
+        if placed:
+            raise ToolError(f"cart {cart['cart_id']} already has order {placed[0]}; cancel it first")
+        if not 1 <= len(quote_ids) <= MAX_SHIPMENTS or len(set(quote_ids)) != len(quote_ids):
+            raise ToolError(f"quote_ids must list 1-{MAX_SHIPMENTS} distinct quotes")
+        quotes = [self._get("quotes", q, "quote_id") for q in quote_ids]
+        if len({q["warehouse_id"] for q in quotes}) != len(quotes):
+            raise ToolError("two quotes from one warehouse: one shipment per warehouse")
+        covered = set()
+        for quote in quotes:
+            holds = [self.state["holds"][h] for h in quote["hold_ids"]]
+            if quote["address_id"] != address or any(h["status"] != "held" or h["cart_id"] != cart["cart_id"]
+                                                      for h in holds):
+                raise ToolError(f"quote {quote['quote_id']} is void or not for this cart and address")
+            covered |= set(quote["hold_ids"])
+        loose = sorted(h["hold_id"] for h in self.state["holds"].values()
+                       if h["cart_id"] == cart["cart_id"] and h["status"] == "held" and h["hold_id"] not in covered)
+        if loose:
+            raise ToolError(f"holds {', '.join(loose)} of this cart are in no quote: quote or release them")
+        order_id = self._new_id("order", "SO")
+        shipments = []
+        for quote in quotes:
+            lines = []
+            for hold_id in quote["hold_ids"]:
+                hold = self.state["holds"][hold_id]
+                hold.update(status="ordered", order_id=order_id)
+                lines.append({"sku": hold["sku"], "quantity": hold["quantity"], "hold_id": hold_id})
+            shipments.append({"warehouse_id": quote["warehouse_id"], "quote_id": quote["quote_id"], "lines": lines,
+                              "cost_cents": quote["cost_cents"], "arrives": quote["arrives"]})
+        handling = self._fee * (len(quotes) - 1)
+        order = {"order_id": order_id, "cart_id": cart["cart_id"], "address_id": address, "status": "placed",
+                 "shipments": shipments, "handling_cents": handling,
+                 "shipping_cents": handling + sum(s["cost_cents"] for s in shipments)}
         self.state["orders"][order_id] = order
         return copy.deepcopy(order)
 
-    @tool("Order service: one order by id.", {"order_id": {"type": "string"}})
+    @tool("Orders: one order by id.", {"order_id": {"type": "string"}})
     def get_order(self, order_id: str) -> Any:
-        order = self.state["orders"].get(_text(order_id, "order_id").upper())
-        if order is None:
-            raise ToolError(f"no order with id '{order_id}'")
-        return copy.deepcopy(order)
+        return copy.deepcopy(self._get("orders", order_id, "order_id"))
 
-    @tool("Order service: cancel a placed order and release its reserved stock.", {"order_id": {"type": "string"}})
+    @tool("Orders: cancel a placed order; its holds are released.", {"order_id": {"type": "string"}})
     def cancel_order(self, order_id: str) -> Any:
-        order = self.state["orders"].get(_text(order_id, "order_id").upper())
-        if order is None:
-            raise ToolError(f"no order with id '{order_id}'")
+        order = self._get("orders", order_id, "order_id")
         if order["status"] != "placed":
-            raise ToolError(f"order {order['order_id']} is already {order['status']}")
+            raise ToolError(f"order {order['order_id']} is {order['status']}")
         for shipment in order["shipments"]:
-            for item in shipment["items"]:
-                self.state["stock"][item["sku"]][shipment["warehouse_id"]]["reserved"] -= \
-                    item["quantity"] - item["backordered"]
+            for line in shipment["lines"]:
+                hold = self.state["holds"][line["hold_id"]]
+                self.state["stock"][hold["sku"]][hold["warehouse_id"]]["reserved"] -= hold["quantity"]
+                hold["status"] = "released"
         order["status"] = "cancelled"
         return {"order_id": order["order_id"], "status": "cancelled"}
 
 
-SHOP_CHECKS = (
-    Check("single_order", "No more than one order is left placed (a duplicate order is a harmful side effect).",
-          guard=True),
-    Check("order_placed", "Exactly one placed order, for the right customer."),
-    Check("delivery_address", "The order goes to the address the customer named, not the default."),
-    Check("products", "The order holds the successor of the discontinued product and the other products, in "
-                      "the requested quantities."),
-    Check("warehouses", "Every line ships whole from the policy's warehouse and nothing is backordered."),
-    Check("promotion", "The best valid promo code is applied."),
-    Check("answer", "The answer names the order id and its correct total."),
+ORDER_CHECKS = (
+    Check("one_order", "Exactly one order of the cart is placed (not cancelled), to the address the prompt names."),
+    Check("products", "The order carries every cart line once in its quantity, a discontinued product replaced by its "
+                      "active successor."),
+    Check("feasible", "Every shipment arrives by the cart's delivery date."),
+    Check("optimal", "The order is right and feasible and its shipping charge is the lowest the rules allow.", 2.0),
+    Check("holds", "No stock of the cart is left held outside the order."),
+    Check("answer", "The answer names the order and states its shipping charge."),
 )
 
 
 def order_fulfilment(rng: ItemRng) -> AgTask:
-    """Place one customer order across separate services under a fulfilment policy full of traps."""
-    world = _shop_world(rng)
-    reference, wasteful = _shop_scripts(world)
-    return AgTask(_shop_prompt(world), lambda: ShopEnv(world), SHOP_CHECKS,
-                  lambda env, answer: _check_shop(world["plan"], env, answer), reference, wasteful)
+    """Fulfil a multi-line cart at the lowest shipping charge across warehouses, holds and rate cards."""
+    world = _order_world(rng)
+    reference, wasteful = _order_scripts(world)
+    return AgTask(_order_prompt(world), lambda: ShopEnv(world), ORDER_CHECKS,
+                  lambda env, answer: _check_order(world["plan"], env, answer), reference, wasteful)
 
 
-def _shop_prompt(world: dict[str, Any]) -> str:
-    """The customer's request and the fulfilment policy."""
-    plan, products = world["plan"], world["state"]["products"]
-    request_lines = "\n".join(f"  - {plan['quantity'][s]} x {products[s]['name']} ({s})" for s in plan["requested"])
+def _order_prompt(world: dict[str, Any]) -> str:
+    plan = world["plan"]
     return (
-        f"You run the order desk at {plan['shop']}. Today is {world['today'].isoformat()}. A customer writes:\n\n"
-        f"  \"Hello, this is {plan['customer_name']} ({plan['email']}). Please send me:\n{request_lines}\n"
-        f"  to my {plan['label']} address. I have these promo codes: {', '.join(plan['codes'])}. Use whichever "
-        f"saves me the most.\"\n\n"
-        "Place the order through the tools, following the fulfilment policy:\n"
-        "1. Never ship a discontinued product: order its successor instead (follow replaced_by until you reach an "
-        "active product), in the same quantity.\n"
-        "2. Ship every line whole from a single warehouse, out of available stock (on hand minus reserved). "
-        "Nothing may be backordered.\n"
-        "3. Ship a line from the warehouse that serves the delivery address whenever that warehouse has enough "
-        "available stock for it. A line it cannot fill ships from whichever other warehouse with enough available "
-        "stock quotes the lowest shipping for that line on its own.\n"
-        "4. Each shipment (one per warehouse) uses a shipping quote for exactly its items.\n"
-        "5. Apply at most one promo code: of the customer's codes that are valid for this order, the one giving "
-        "the largest discount (none if no code is valid).\n"
-        "Place exactly one order.\n\n"
-        "When you are done, call submit with the order id and the order total in dollars "
-        "(for example \"SO-12345, $678.90\")."
+        f"You work in order operations at {plan['shop']}. Today is {world['today'].isoformat()}. Fulfil cart "
+        f"{plan['cart_id']} of the customer with e-mail {plan['email']}, shipping it to their '{plan['label']}' "
+        "address. The shop's fulfilment, shipping and stock-hold rules are in its API documentation (describe_api). "
+        "Of the plans the rules allow, choose the one with the lowest shipping charge to the customer. Place exactly "
+        "one order, and leave no stock held for the cart outside it.\n\n"
+        "When you are done, call submit with the order id and the order's shipping charge."
     )
 
 
-def _check_shop(plan: dict[str, Any], env: Environment, answer: str | None) -> dict[str, bool]:
-    """The shop's checks on the placed order and the answer."""
-    placed = [o for o in env.state["orders"].values() if o["status"] == "placed"]
-    order = placed[0] if len(placed) == 1 and placed[0]["customer_id"] == plan["customer_id"] else None
-    lines = {} if order is None else {item["sku"]: (item["quantity"], shipment["warehouse_id"], item["backordered"])
-                                       for shipment in order["shipments"] for item in shipment["items"]}
-    text = answer or ""
+def _check_order(plan: dict[str, Any], env: Environment, answer: str | None) -> dict[str, bool]:
+    state = env.state
+    placed = [o for o in state["orders"].values() if o["cart_id"] == plan["cart_id"] and o["status"] == "placed"]
+    order = placed[0] if len(placed) == 1 else None
+    lines: dict[str, int] = {}
+    for shipment in order["shipments"] if order else []:
+        for line in shipment["lines"]:
+            lines[line["sku"]] = lines.get(line["sku"], 0) + line["quantity"]
+    products = order is not None and lines == {s: plan["quantity"][s] for s in plan["final"]}
+    feasible = order is not None and all(s["arrives"] <= plan["deliver_by"] for s in order["shipments"])
     return {
-        "single_order": len(placed) <= 1,
-        "order_placed": order is not None,
-        "delivery_address": order is not None and order["address_id"] == plan["address_id"],
-        "products": order is not None and {s: v[0] for s, v in lines.items()} == {
-            s: plan["quantity"][s] for s in plan["final"]},
-        "warehouses": order is not None and {s: v[1:] for s, v in lines.items()} == {
-            s: (plan["warehouse_of"][s], 0) for s in plan["final"]},
-        "promotion": order is not None and order["promo_code"] == plan["best"]
-                     and order["promo_discount_cents"] == plan["discount"],
-        "answer": order is not None and mentions(text, order["order_id"], ALNUM)
-                  and plan["total"] in cents_in(text),
+        "one_order": order is not None and order["address_id"] == plan["address_id"],
+        "products": products,
+        "feasible": feasible,
+        "optimal": products and feasible and order["shipping_cents"] == plan["optimum"],
+        "holds": order is not None and not any(h["cart_id"] == plan["cart_id"] and h["status"] == "held"
+                                               for h in state["holds"].values()),
+        "answer": order is not None and mentions(answer or "", order["order_id"], ALNUM)
+                  and order["shipping_cents"] in cents_in(answer or ""),
     }
 
 
-def _shop_scripts(world: dict[str, Any]) -> tuple[tuple[Call, ...], tuple[Call, ...]]:
-    """The efficient agent's calls, and a wasteful one with repeated reads and a placed-then-cancelled order."""
-    plan, first_quote, first_order = world["plan"], world["first_quote"], world["first_order"]
-    qty = plan["quantity"]
-
-    def items(skus: list[str]) -> list[dict[str, Any]]:
-        return [{"sku": s, "quantity": qty[s]} for s in skus]
-
-    reads = [Call("find_customer", {"email": plan["email"]})]
-    reads += [Call("get_product", {"sku": s}) for s in plan["requested"]]
-    reads += [Call("get_product", {"sku": s}) for s in plan["chain"][1:]]
-    reads += [Call("get_stock", {"sku": s}) for s in plan["final"]]
-    reads.append(Call("price_items", {"customer_id": plan["customer_id"], "items": items(plan["final"])}))
-    reads += [Call("get_promo", {"code": c}) for c in plan["codes"]]
-    quotes = [Call("quote_shipping", {"warehouse_id": plan["home"], "address_id": plan["address_id"],
-                                      "items": items(plan["home_items"])})]
-    quotes += [Call("quote_shipping", {"warehouse_id": wh, "address_id": plan["address_id"],
-                                       "items": items([plan["short"]])}) for wh in plan["candidates"]]
-    alternative_quote = first_quote + 1 + plan["candidates"].index(plan["alternative"])
-    shipments = [{"warehouse_id": plan["home"], "quote_id": f"Q-{first_quote}", "items": items(plan["home_items"])},
-                 {"warehouse_id": plan["alternative"], "quote_id": f"Q-{alternative_quote}",
-                  "items": items([plan["short"]])}]
-    order = {"customer_id": plan["customer_id"], "address_id": plan["address_id"], "shipments": shipments}
-    best = Call("create_order", {**order, "promo_code": plan["best"]})
-
-    def submit(order_number: int) -> Call:
-        return Call("submit", {"answer": f"SO-{order_number}, {dollars(plan['total'])}"})
-
-    reference = (*reads, *quotes, best, submit(first_order))
-    wasteful = (reads[0], reads[0], *reads[1:4], reads[3], *reads[4:], *quotes,
-                Call("create_order", order), Call("cancel_order", {"order_id": f"SO-{first_order}"}), best,
-                submit(first_order + 1))
+def _order_scripts(world: dict[str, Any]) -> tuple[tuple[Call, ...], tuple[Call, ...]]:
+    """The efficient agent's calls, and a wasteful one with repeated reads and a hold placed then released."""
+    plan, state = world["plan"], world["state"]
+    cart = plan["cart_id"]
+    docs = tuple(Call("describe_api", {"topic": t}) for t in ORDER_DOCS)
+    products = tuple(Call("get_product", {"sku": s}) for s in [*plan["requested"], *plan["chain"][1:]])
+    sites = (Call("list_warehouses", {"page": 1}), Call("list_warehouses", {"page": 2}),
+             *[Call("get_warehouse", {"warehouse_id": wh}) for wh in state["warehouses"]])
+    reads = (*docs, Call("find_customer", {"email": plan["email"]}),
+             Call("get_address", {"address_id": plan["address_id"]}), Call("get_cart", {"cart_id": cart}),
+             *products, *sites, *[Call("get_stock", {"sku": s}) for s in plan["final"]])
+    hold_of = {sku: f"H-{world['first_hold'] + n}" for n, sku in enumerate(plan["final"])}
+    holds = tuple(Call("hold_stock", {"cart_id": cart, "sku": s, "warehouse_id": plan["assignment"][s],
+                                      "quantity": plan["quantity"][s]}) for s in plan["final"])
+    quotes = tuple(Call("quote_shipment", {"warehouse_id": wh, "address_id": plan["address_id"],
+                                           "hold_ids": [hold_of[s] for s in skus]})
+                   for wh, skus in plan["shipments"].items())
+    quote_ids = [f"Q-{world['first_quote'] + n}" for n in range(len(quotes))]
+    place = Call("place_order", {"cart_id": cart, "address_id": plan["address_id"], "quote_ids": quote_ids})
+    charge = plan["optimum"]
+    submit = Call("submit", {"answer": f"Order SO-{world['first_order']} placed; shipping charge {dollars(charge)}."})
+    reference = (*reads, *holds, *quotes, place, submit)
+    sku, other = next((s, wh) for s in plan["final"] for wh in state["warehouses"] if wh != plan["assignment"][s]
+                      and state["stock"][s][wh]["on_hand"] > state["stock"][s][wh]["reserved"])
+    detour = (Call("hold_stock", {"cart_id": cart, "sku": sku, "warehouse_id": other, "quantity": 1}),
+              Call("release_hold", {"hold_id": f"H-{world['first_hold'] + len(plan['final'])}"}))
+    wasteful = (*reads[:5], reads[5], *reads[5:], reads[-1], *holds, *detour, *quotes, place, submit)
     return reference, wasteful
 
 
