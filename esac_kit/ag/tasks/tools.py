@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import copy
 import itertools
-import re
-import unicodedata
 from datetime import date, timedelta
 from typing import Any
 
@@ -550,196 +548,254 @@ def _order_scripts(world: dict[str, Any]) -> tuple[tuple[Call, ...], tuple[Call,
     return reference, wasteful
 
 
-# ---------------------------------------------------------------- task 2: access provisioning
+# ---------------------------------------------------------------- task 2: access provisioning (least privilege)
 
 COMPANIES = ["Tessellate Labs", "Brightwater Analytics", "Okapi Systems", "Meridian Freight", "Juniper Health",
              "Polaris Robotics"]
 DEPARTMENTS = ["Platform Engineering", "Data Platform", "Finance Operations", "Customer Support",
                "Security Engineering", "Growth Analytics", "Site Reliability"]
-LEGAL_AND_PREFERRED = [("William", "Liam"), ("Elizabeth", "Beth"), ("Margaret", "Greta"), ("Wei", "David"),
-                       ("Xiaoling", "Linda"), ("Anastasia", "Stacy"), ("Rebecca", "Becky"), ("Edward", "Ned"),
-                       ("Catalina", "Lina"), ("Giuseppe", "Joe"), ("Yevgeny", "Eugene"), ("Robert", "Bob"),
-                       ("Émilie", "Millie"), ("Íñigo", "Nico"), ("Takeshi", "Ken"), ("Alejandro", "Sandro")]
-HIRE_LAST = ["Núñez", "García-López", "O'Brien", "Müller", "Van Dyke", "Castañeda", "D'Souza", "Brontë",
-             "St. Clair", "Pérez", "MacLeod", "Ibáñez", "Lindqvist", "Okafor", "Kowalczyk", "Haddad"]
 STAFF_FIRST = ["Aaron", "Bianca", "Carlos", "Dana", "Elena", "Felix", "Grace", "Hannah", "Ivan", "Julia", "Kevin",
                "Laura", "Marco", "Nadia", "Oscar", "Priya", "Quentin", "Rita", "Samuel", "Tara", "Umar", "Vera",
                "Walter", "Wanda", "Xavier", "Yara", "Zach", "Bella", "Lucas", "Mina", "Nora", "Eli", "Gina", "Rafael",
                "Sofia", "Tomas", "Ken", "Jonas"]
 STAFF_LAST = ["Kim", "Patel", "Schmidt", "Rossi", "Tanaka", "Ward", "Nguyen", "Fischer", "Costa", "Byrne",
               "Mendes", "Holm", "Singh", "Lopez", "Keller", "Dubois", "Yilmaz", "Sato"]
-GROUP_POOL = [("vpn-users", "Remote network access"), ("git-readers", "Read access to source repositories"),
-              ("ci-deployers", "Trigger deployments from CI"), ("prod-readonly", "Read-only production consoles"),
-              ("warehouse-analysts", "Query the analytics warehouse"), ("ledger-viewers", "View the finance ledger"),
-              ("support-desk", "Customer support tooling"), ("oncall-pager", "On-call paging rotation"),
-              ("secrets-readers", "Read the shared secrets vault"), ("dashboards-editors", "Edit shared dashboards"),
-              ("payroll-viewers", "View payroll reports"), ("crm-users", "Customer relationship system"),
-              ("incident-bridge", "Join incident bridges"), ("design-library", "Shared design library"),
-              ("feature-flags", "Toggle feature flags"), ("billing-console", "Billing back office")]
-USERNAME_PATTERN = re.compile(r"^[a-z]+[0-9]*$")
+RESOURCES = ["git:payments-api", "git:web-app", "git:infra", "ci:pipelines", "db:analytics", "db:orders",
+             "dash:finance", "vault:shared", "pager:oncall", "crm:accounts", "tickets:support", "flags:web",
+             "billing:console", "logs:prod", "k8s:staging", "k8s:prod"]
+ACTIONS = ["read", "write", "deploy", "admin"]
+GROUP_WORDS = ["payments", "web", "infra", "pipelines", "analytics", "orders", "finance", "vault", "oncall", "crm",
+               "support", "flags", "billing", "logs", "staging", "prod", "core", "platform", "data", "release"]
+GROUP_SUFFIXES = ["readers", "devs", "ops", "team", "leads", "ext", "rw", "ro", "deployers", "analysts", "bundle",
+                  "access"]
+GROUP_PAGE = 6
+MAX_SET = 6  # the largest group set the optimiser considers
+
+ACCESS_DOCS = {
+    "groups": (
+        "Groups. A member of a group holds the group's effective permissions: its own `permissions` plus the "
+        "effective permissions of every group in its `includes` (followed recursively; members of a group are not "
+        "members of the groups it includes). `requires` lists groups an account must already be a member of before "
+        "it can join; those memberships grant their own permissions too. A retired group cannot be joined "
+        "(replaced_by names its successor, a separate group with its own permissions). employees_only groups are "
+        "for employees, never for contractors."),
+    "permissions": (
+        "Permissions are written resource:action, e.g. db:orders:read. The actions are read, write, deploy and "
+        "admin, and each is a separate permission. A permission whose action is * (e.g. git:web-app:*) grants every "
+        "action on that resource, so it is broader than any one of them. An account's effective permissions are the "
+        "union over all its memberships."),
+    "approvals": (
+        "Approvals. Joining a group with approval_required needs an approved access request for that account and "
+        "group. request_approval asks an approver: the group's owner, or the owner's delegate while the owner is out "
+        "of office (get_account shows out_of_office and delegate). A request to anyone else is rejected; a request "
+        "to an owner who is out of office stays pending. Removing a membership needs no approval."),
+    "accounts": (
+        "Accounts. update_account changes department, manager (a username) and expires (YYYY-MM-DD, or an empty "
+        "string for none). search_accounts matches usernames by prefix, display names by substring and employee "
+        "ids exactly."),
+}
 
 
-def _ascii_letters(name: str) -> str:
-    """Lower-case a-z only: accents dropped (é -> e), every other character removed."""
-    folded = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode().lower()
-    return re.sub(r"[^a-z]", "", folded)
+def _effective(groups: dict[str, dict[str, Any]], gid: str) -> frozenset[str]:
+    """A group's effective permissions: its own and, recursively, its included groups'."""
+    found = set(groups[gid]["permissions"])
+    for inner in groups[gid]["includes"]:
+        found |= _effective(groups, inner)
+    return frozenset(found)
 
 
-def _base_username(first: str, last: str) -> str:
-    """First letter of the first name, then the last name, as a-z letters."""
-    return _ascii_letters(first)[:1] + _ascii_letters(last)
+def _least_sets(groups: dict[str, dict[str, Any]], needed: frozenset[str], contractor: bool,
+                current: set[str]) -> tuple[int, list[frozenset[str]]]:
+    """The optimal group sets: exactly `needed`, closed under requires, fewest groups, then most kept memberships."""
+    def usable(gid: str, seen: tuple[str, ...] = ()) -> bool:
+        group = groups[gid]
+        return (group["status"] == "active" and not (contractor and group["employees_only"])
+                and _effective(groups, gid) <= needed and all(usable(r) for r in group["requires"]))
+
+    candidates = sorted(g for g in groups if usable(g))
+    for size in range(1, MAX_SET + 1):
+        found = []
+        for combo in itertools.combinations(candidates, size):
+            chosen = set(combo)
+            if any(r not in chosen for g in combo for r in groups[g]["requires"]):
+                continue
+            if frozenset().union(*(_effective(groups, g) for g in combo)) == needed:
+                found.append(frozenset(combo))
+        if found:
+            kept = max(len(f & current) for f in found)
+            return size, [f for f in found if len(f & current) == kept]
+    return 0, []
 
 
-class _Directory:
-    """The accounts and HR records of a drawn company, filled one person at a time."""
+def _group_ids(rng: ItemRng, n: int) -> list[str]:
+    """n distinct group ids whose names say nothing reliable about their permissions."""
+    ids: list[str] = []
+    while len(ids) < n:
+        gid = f"grp-{rng.choice(GROUP_WORDS)}-{rng.choice(GROUP_SUFFIXES)}"
+        if gid not in ids:
+            ids.append(gid)
+    return ids
 
-    def __init__(self, rng: ItemRng, today: date, employee_ids: list[str]):
-        self.rng, self.today, self.employee_ids = rng, today, employee_ids
-        self.accounts: dict[str, dict[str, Any]] = {}
-        self.people: dict[str, dict[str, Any]] = {}  # HR records
 
-    def add_account(self, username: str, first: str, surname: str, department: str, status: str = "active") -> str:
-        """An account and its HR record for an existing employee; returns the username."""
-        employee_id = self.employee_ids.pop()
-        self.accounts[username] = {"username": username, "display_name": f"{first} {surname}",
-                                   "employee_id": employee_id, "department": department, "manager": None,
-                                   "status": status, "expires": None, "out_of_office": False, "delegate": None}
-        self.people[employee_id] = {
-            "employee_id": employee_id, "legal_first_name": first, "legal_last_name": surname,
-            "preferred_first_name": None, "employment_type": "employee", "contract_end": None,
-            "department": department, "role": None, "manager_employee_id": None,
-            "start_date": (self.today - timedelta(days=self.rng.randint(60, 3000))).isoformat()}
-        return username
+def _access_groups(rng: ItemRng, needed: list[str], extras: list[str], resources: list[str]
+                   ) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """The group catalogue: an optimal partition of the needed permissions (one via an include, one behind a
+    prerequisite), smaller building blocks, over-granting look-alikes (nested, wildcard, prerequisite, retired,
+    employees-only) and noise; returns the groups and the account's current memberships."""
+    ids = iter(_group_ids(rng, 32))
+    groups: dict[str, dict[str, Any]] = {}
 
-    def free_username(self, first: str, surname: str) -> str:
-        """The policy's username for a name: the base, numbered from 2 when taken."""
-        base = _base_username(first, surname)
-        n = 1
-        while (base if n == 1 else f"{base}{n}") in self.accounts:
-            n += 1
-        return base if n == 1 else f"{base}{n}"
+    def add(perms: list[str], includes: list[str] | None = None, requires: list[str] | None = None,
+            **extra: Any) -> str:
+        gid = next(ids)
+        groups[gid] = {"group_id": gid, "permissions": sorted(perms), "includes": includes or [],
+                       "requires": requires or [], "status": "active", "replaced_by": None,
+                       "employees_only": False, "approval_required": False, **extra}
+        return gid
+
+    shuffled = list(needed)
+    rng.shuffle(shuffled)
+    sizes = rng.choice([[3, 2, 2], [2, 2, 2, 1], [3, 3, 1], [2, 3, 2], [2, 2, 3]])
+    blocks, start = [], 0
+    for size in sizes:
+        blocks.append(shuffled[start:start + size])
+        start += size
+    first = add(blocks[0])
+    add(blocks[1], requires=[first])
+    nested = blocks[2]
+    if len(nested) >= 2:
+        helper = add(nested[1:])
+        add(nested[:1], includes=[helper])
+    else:
+        add(nested)
+    for block in blocks[3:]:
+        add(block)
+    singles = [add([p]) for p in rng.sample(needed, 4)]
+    for _ in range(2):
+        add(rng.sample(needed, 2))
+    leak = add([extras[0]])
+    add(rng.sample(needed, 3), includes=[leak])
+    wild = next(r for r in resources if any(p.startswith(r + ":") for p in needed))
+    add([f"{wild}:*", rng.choice(needed)])
+    gate = add([extras[1]])
+    add(rng.sample(needed, 4), requires=[gate])
+    pair = blocks[0] + blocks[1]
+    successor = add(pair + [extras[2]])
+    add(pair, status="retired", replaced_by=successor)
+    add(blocks[1] + blocks[2], employees_only=True)
+    noise = [add(rng.sample(extras[3:], rng.randint(1, 2))) for _ in range(4)]
+    for _ in range(3):  # team bundles that over-grant in plain sight
+        add(rng.sample(needed, 2) + [rng.choice(extras[3:])])
+    order = list(groups)
+    rng.shuffle(order)
+    return {g: groups[g] for g in order}, [first, noise[0], singles[0]]
 
 
 def _access_world(rng: ItemRng) -> dict[str, Any]:
-    """A seeded directory, HR system, group catalogue and ticket queue around one new starter."""
-    company = rng.choice(COMPANIES)
+    """A seeded directory around one mover whose least-privilege group set is unique; other draws are redrawn."""
+    while True:
+        world = _draft_access(rng)
+        if world is not None:
+            return world
+
+
+def _person(rng: ItemRng, taken: set[str], first: str | None = None, last: str | None = None) -> tuple[str, str, str]:
+    """A free username and the person's first and last name."""
+    first, last = first or rng.choice(STAFF_FIRST), last or rng.choice(STAFF_LAST)
+    base, n = (first[0] + last).lower(), 1
+    while (base if n == 1 else f"{base}{n}") in taken:
+        n += 1
+    return (base if n == 1 else f"{base}{n}"), first, last
+
+
+def _draft_access(rng: ItemRng) -> dict[str, Any] | None:
+    """One draw of the directory and group catalogue, or None when the optimum is tied or the traps do not tempt."""
+    resources = rng.sample(RESOURCES, 8)
+    needed = rng.sample([f"{r}:{a}" for r in resources[:5] for a in ACTIONS], 7)
+    extras = [f"{r}:{a}" for r in resources for a in ACTIONS if f"{r}:{a}" not in needed]
+    rng.shuffle(extras)
+    groups, current = _access_groups(rng, needed, extras, resources)
+    contractor = rng.randint(0, 1) == 1
+    size, best = _least_sets(groups, frozenset(needed), contractor, set(current))
+    if len(best) != 1 or size < 2 or not best[0] - set(current):
+        return None
+    loose = {g: frozenset(p for p in needed if p in groups[g]["permissions"]
+                          or any(q.endswith(":*") and p.startswith(q[:-1]) for q in groups[g]["permissions"]))
+             for g in groups}
+    if not any(frozenset(c) != best[0] and frozenset().union(*(loose[g] for g in c)) == frozenset(needed)
+               for n in range(1, size + 1) for c in itertools.combinations(sorted(groups), n)):
+        return None  # no look-alike makes a set as small: the traps do not tempt
+    return _access_world_from(rng, groups, current, sorted(best[0]), needed, contractor)
+
+
+def _access_world_from(rng: ItemRng, groups: dict[str, Any], current: list[str], target: list[str],
+                       needed: list[str], contractor: bool) -> dict[str, Any]:
+    """Accounts, HR records, the role, the ticket and the approvals around a drawn group catalogue."""
     today = date(2026, 1, 5) + timedelta(days=rng.randint(0, 300))
-    hr_department = rng.choice(DEPARTMENTS)
-    ticket_department = hr_department if rng.randint(0, 1) else rng.choice([d for d in DEPARTMENTS
-                                                                              if d != hr_department])
-    legal_first, preferred = rng.choice(LEGAL_AND_PREFERRED)
-    last = rng.choice(HIRE_LAST)
-    contractor = rng.randint(0, 9) < 6
-    start = today + timedelta(days=rng.randint(3, 20))
-    contract_end = (start + timedelta(days=rng.randint(90, 400))).isoformat() if contractor else None
-    employee_ids = [f"E-{n}" for n in distinct_ints(rng, 10000, 99999, 40)]
-    hire_id = employee_ids.pop()
-    directory = _Directory(rng, today, employee_ids)
-    base, username = _namesake_accounts(rng, directory, legal_first, last)
-    manager_name, managers, manager, staff = _staff_accounts(rng, directory)
-    groups, members, roles = _access_groups(rng, directory, staff, managers)
-    accounts, people = directory.accounts, directory.people
+    employee_ids = iter(f"E-{n}" for n in distinct_ints(rng, 10000, 99999, 20))
+    accounts: dict[str, Any] = {}
+    hr: dict[str, Any] = {}
 
-    role = f"ROLE-{''.join(w[0] for w in hr_department.split())}-{rng.randint(1, 4)}"
-    profile = [roles["with_prerequisite"], roles["retired"], roles["with_approval"]]
-    rng.shuffle(profile)
-    people[hire_id] = {"employee_id": hire_id, "legal_first_name": legal_first, "legal_last_name": last,
-                       "preferred_first_name": preferred, "employment_type": "contractor" if contractor else "employee",
-                       "contract_end": contract_end, "department": hr_department, "role": role,
-                       "manager_employee_id": accounts[manager]["employee_id"], "start_date": start.isoformat()}
+    def account(first: str | None = None, last: str | None = None, **fields: Any) -> str:
+        username, first, last = _person(rng, set(accounts), first, last)
+        eid = next(employee_ids)
+        accounts[username] = {"username": username, "display_name": f"{first} {last}", "employee_id": eid,
+                              "department": rng.choice(DEPARTMENTS), "manager": None, "status": "active",
+                              "expires": None, "out_of_office": False, "delegate": None, **fields}
+        hr[eid] = {"employee_id": eid, "legal_name": f"{first} {last}", "employment_type": "employee",
+                   "contract_end": None, "department": accounts[username]["department"], "role": None,
+                   "manager_employee_id": None}
+        return username
+
+    staff = [account() for _ in range(10)]
+    boss_first, boss_last = rng.choice(STAFF_FIRST), rng.choice(STAFF_LAST)
+    bosses = [account(boss_first, boss_last) for _ in range(2)]
+    boss = rng.choice(bosses)
+    old_department, department = rng.sample(DEPARTMENTS, 2)
+    contract_end = (today + timedelta(days=rng.randint(60, 400))).isoformat() if contractor else None
+    stale_expiry = (today + timedelta(days=rng.randint(5, 50))).isoformat() if contractor or rng.randint(0, 1) \
+        else None
+    user = account(department=old_department, manager=rng.choice(staff), expires=stale_expiry)
+    role = f"ROLE-{''.join(w[0] for w in department.split())}-{rng.randint(2, 9)}"
+    hr[accounts[user]["employee_id"]].update(
+        employment_type="contractor" if contractor else "employee", contract_end=contract_end,
+        department=department, role=role, manager_employee_id=accounts[boss]["employee_id"])
+    owners = iter(rng.sample(staff, len(staff)) * 3)
+    for group in groups.values():
+        group["owner"] = next(owners)
+    approval = [g for g in target if g not in current][:2]
+    for gid in approval:
+        groups[gid]["approval_required"] = True
+    for gid in rng.sample([g for g in groups if g not in target], 3):
+        groups[gid]["approval_required"] = True
+    away = rng.choice(approval)
+    delegate = rng.choice([s for s in staff if s not in {groups[g]["owner"] for g in approval}])
+    accounts[groups[away]["owner"]].update(out_of_office=True, delegate=delegate)
+    members = {gid: {m: True for m in rng.sample(staff + bosses, rng.randint(1, 4))} for gid in groups}
+    for gid in current:
+        members[gid][user] = True
     ticket_id = f"IT-{rng.randint(1000, 9999)}"
-    extra = roles["extra"]
-    description = (f"New starter {preferred} {last} (HR id {hire_id}) joins {ticket_department} on "
-                   f"{start.isoformat()} as role {role}. Manager: {manager_name}. Please set up "
-                   f"the standard access for {role}. {preferred}'s manager also asked for {extra} "
-                   f"({groups[extra]['description'].lower()}).")
-    tickets = {ticket_id: {"ticket_id": ticket_id, "title": f"Onboarding: {preferred} {last}", "status": "open",
-                           "opened_by": manager, "description": description}}
-
-    expected_groups = [roles["prerequisite"], roles["with_prerequisite"], roles["successor"],
-                       roles["with_approval"]] + ([] if contractor else [extra])
-    state = {"accounts": accounts, "hr": people, "groups": groups, "members": members,
-             "roles": {role: {"role": role, "department": hr_department, "groups": profile}},
-             "tickets": tickets, "requests": {}}
-    plan = {"company": company, "ticket_id": ticket_id, "hire_id": hire_id, "base": base, "username": username,
-            "department": hr_department, "manager": manager, "namesake": next(m for m in managers if m != manager),
-            "contract_end": contract_end, "contractor": contractor, "role": role, "profile": profile,
-            "extra": extra, "prerequisite": roles["prerequisite"], "successor": roles["successor"],
-            "approval_groups": roles["approval_groups"], "approver": roles["approver"],
-            "owners": {g: groups[g]["owner"] for g in roles["approval_groups"]}, "expected_groups": expected_groups}
+    ticket_department = department if rng.randint(0, 1) else old_department
+    name = accounts[user]["display_name"]
+    tickets = {ticket_id: {"ticket_id": ticket_id, "title": f"Role change: {name}", "status": "open",
+                           "opened_by": boss, "description": (
+                               f"{name} ({user}, HR id {accounts[user]['employee_id']}) moves to {ticket_department} "
+                               f"as {role}. Manager: {boss_first} {boss_last}. Please update the account and set up "
+                               f"the access of {role}; they also need {needed[6]}.")}}
+    state = {"accounts": accounts, "hr": hr, "groups": groups, "members": members, "tickets": tickets,
+             "roles": {role: {"role": role, "department": department, "permissions": sorted(needed[:6])}},
+             "requests": {}}
+    plan = {"company": rng.choice(COMPANIES), "ticket_id": ticket_id, "user": user, "role": role,
+            "department": department, "manager": boss, "namesake": next(b for b in bosses if b != boss),
+            "expires": contract_end, "contractor": contractor, "needed": sorted(needed), "current": current,
+            "target": target, "approval": approval, "owners": {g: groups[g]["owner"] for g in approval},
+            "approver": {g: delegate if groups[g]["owner"] == groups[away]["owner"] else groups[g]["owner"]
+                         for g in approval}}
     return {"state": state, "today": today, "first_request": rng.randint(100, 899), "plan": plan}
 
 
-def _namesake_accounts(rng: ItemRng, directory: _Directory, legal_first: str, last: str) -> tuple[str, str]:
-    """Accounts of namesakes, disabled and active, that take the new starter's first usernames; returns the base
-    username and the first free one."""
-    base = _base_username(legal_first, last)
-    taken_numbers = rng.choice([[1], [1, 2], [1, 3], [1, 2, 4], [1, 2, 3]])
-    initial = base[0]
-    namesake_firsts = [f for f in STAFF_FIRST if _ascii_letters(f)[0] == initial] or [initial.upper() + "."]
-    for n in taken_numbers:
-        username = base if n == 1 else f"{base}{n}"
-        directory.add_account(username, rng.choice(namesake_firsts), last, rng.choice(DEPARTMENTS),
-                              "disabled" if n == 1 or rng.randint(0, 2) == 0 else "active")
-    return base, next(f"{base}{n}" if n > 1 else base for n in range(1, 10) if n not in taken_numbers)
-
-
-def _staff_accounts(rng: ItemRng, directory: _Directory) -> tuple[str, list[str], str, list[str]]:
-    """The manager and a namesake of theirs (HR's employee id tells them apart), and ten other staff: returns the
-    manager's name, both managers' usernames, the manager's, and the staff's."""
-    manager_first, manager_last = rng.choice(STAFF_FIRST), rng.choice(STAFF_LAST)
-    managers = []
-    for _ in range(2):
-        managers.append(directory.add_account(directory.free_username(manager_first, manager_last), manager_first,
-                                              manager_last, rng.choice(DEPARTMENTS)))
-    manager = rng.choice(managers)
-    staff = []
-    while len(staff) < 10:
-        first, surname = rng.choice(STAFF_FIRST), rng.choice(STAFF_LAST)
-        if f"{first} {surname}" == f"{manager_first} {manager_last}":
-            continue
-        staff.append(directory.add_account(directory.free_username(first, surname), first, surname,
-                                           rng.choice(DEPARTMENTS)))
-    return f"{manager_first} {manager_last}", managers, manager, staff
-
-
-def _access_groups(rng: ItemRng, directory: _Directory, staff: list[str], managers: list[str]
-                   ) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, bool]], dict[str, Any]]:
-    """The groups (the role's profile holds one with a prerequisite, a retired one and an approval one; the ticket
-    adds an employees-only one; one approval owner is away with a delegate), their members and each group's part."""
-    chosen = rng.sample(GROUP_POOL, 7)
-    gids = [f"grp-{name}" for name, _ in chosen]
-    prerequisite, with_prerequisite, retired, with_approval, extra = gids[:5]
-    successor = f"{retired}-v2"
-    owners = rng.sample(staff, 8)
-    groups: dict[str, dict[str, Any]] = {}
-    for (name, description), gid, owner in zip(chosen, gids, owners):
-        groups[gid] = {"group_id": gid, "description": description, "owner": owner, "requires": [],
-                       "approval_required": False, "employees_only": False, "status": "active", "replaced_by": None}
-    groups[with_prerequisite]["requires"] = [prerequisite]
-    groups[retired].update(status="retired", replaced_by=successor, approval_required=rng.randint(0, 1) == 1)
-    groups[successor] = {"group_id": successor, "description": f"{groups[retired]['description']} (replaces "
-                         f"{retired})", "owner": owners[7], "requires": [], "approval_required": True,
-                         "employees_only": False, "status": "active", "replaced_by": None}
-    groups[with_approval]["approval_required"] = True
-    groups[extra]["employees_only"] = True
-    approval_groups = [successor, with_approval]
-    away = rng.choice(approval_groups)
-    away_owner = groups[away]["owner"]
-    delegate = rng.choice([s for s in staff if s not in (groups[successor]["owner"], groups[with_approval]["owner"])])
-    directory.accounts[away_owner].update(out_of_office=True, delegate=delegate)
-    approver = {g: delegate if g == away else groups[g]["owner"] for g in approval_groups}
-    members = {gid: {} for gid in groups}
-    for gid in members:
-        for member in rng.sample(staff + managers, rng.randint(2, 5)):
-            members[gid][member] = True
-    return groups, members, {"prerequisite": prerequisite, "with_prerequisite": with_prerequisite,
-                             "retired": retired, "with_approval": with_approval, "extra": extra,
-                             "successor": successor, "approval_groups": approval_groups, "approver": approver}
-
-
 class DirectoryEnv(Environment):
-    """Mock IT services: HR records, the account directory, the group catalogue, access requests and tickets."""
+    """Mock IT services: tickets, HR records, the account directory, roles, groups and access requests."""
 
     def __init__(self, world: dict[str, Any]):
         super().__init__()
@@ -759,25 +815,19 @@ class DirectoryEnv(Environment):
             raise ToolError(f"no group '{group_id}'")
         return group
 
-    def _date(self, value: str, what: str) -> str:
+    def _date(self, value: str) -> str:
         try:
-            day = date.fromisoformat(_text(value, what))
+            day = date.fromisoformat(_text(value, "expires"))
         except ValueError:
-            raise ToolError(f"{what} must be a date YYYY-MM-DD") from None
+            raise ToolError("expires must be a date YYYY-MM-DD") from None
         if day <= self._today:
-            raise ToolError(f"{what} must be after today ({self._today.isoformat()})")
+            raise ToolError(f"expires must be after today ({self._today.isoformat()})")
         return day.isoformat()
 
-    def _manager(self, username: str) -> str:
-        account = self._account(username)
-        if account["status"] != "active":
-            raise ToolError(f"manager account '{account['username']}' is not active")
-        return account["username"]
-
-    def _department(self, department: str) -> str:
-        if department not in DEPARTMENTS:
-            raise ToolError(f"unknown department '{department}' (departments: {', '.join(DEPARTMENTS)})")
-        return department
+    @tool("Documentation of the access services. Topics: 'groups' (how memberships grant permissions), "
+          "'permissions', 'approvals', 'accounts'.", {"topic": {"type": "string", "enum": list(ACCESS_DOCS)}})
+    def describe_api(self, topic: str) -> Any:
+        return {"topic": topic, "text": ACCESS_DOCS[topic]}
 
     @tool("Ticketing: read one ticket.", {"ticket_id": {"type": "string"}})
     def get_ticket(self, ticket_id: str) -> Any:
@@ -786,64 +836,28 @@ class DirectoryEnv(Environment):
             raise ToolError(f"no ticket '{ticket_id}'")
         return copy.deepcopy(ticket)
 
-    @tool("HR system: one person's HR record by employee id: legal and preferred names, employment type "
-          "('employee' or 'contractor') and contract end, department, role, manager's employee id and start date.",
-          {"employee_id": {"type": "string"}})
+    @tool("HR system: one person's record by employee id.", {"employee_id": {"type": "string"}})
     def get_hr_record(self, employee_id: str) -> Any:
         record = self.state["hr"].get(_text(employee_id, "employee_id").upper())
         if record is None:
             raise ToolError(f"no HR record for '{employee_id}'")
         return copy.deepcopy(record)
 
-    @tool("Directory: search accounts. Matches usernames that start with the query, display names that contain it, "
-          "or an exact employee id. Returns up to 20 summaries (username, display name, employee id, department, "
-          "status); disabled accounts are included.",
-          {"query": {"type": "string"}})
+    @tool("Directory: search accounts (see describe_api 'accounts'); up to 10 summaries.", {"query": {"type": "string"}})
     def search_accounts(self, query: str) -> Any:
         wanted = _text(query, "query").lower()
-        hits = [a for a in self.state["accounts"].values()
-                if a["username"].startswith(wanted) or wanted in a["display_name"].lower()
-                or a["employee_id"].lower() == wanted]
-        return [{k: a[k] for k in ("username", "display_name", "employee_id", "department", "status")}
-                for a in sorted(hits, key=lambda a: a["username"])[:20]]
+        hits = [a for a in self.state["accounts"].values() if a["username"].startswith(wanted)
+                or wanted in a["display_name"].lower() or a["employee_id"].lower() == wanted]
+        return [{k: a[k] for k in ("username", "display_name", "employee_id", "department")}
+                for a in sorted(hits, key=lambda a: a["username"])[:10]]
 
-    @tool("Directory: one account in full, with its manager, expiry, out-of-office status and delegate, and the "
-          "groups it belongs to.", {"username": {"type": "string"}})
+    @tool("Directory: one account in full, with the groups it is a member of.", {"username": {"type": "string"}})
     def get_account(self, username: str) -> Any:
         account = self._account(username)
         groups = sorted(g for g, m in self.state["members"].items() if account["username"] in m)
         return {**copy.deepcopy(account), "groups": groups}
 
-    @tool("Directory: create the account of an HR employee id that has no account yet. The username must be "
-          "lower-case letters optionally followed by digits, and free. manager is the manager's username. expires "
-          "(optional, YYYY-MM-DD) disables the account after that day; leave it out for no expiry.",
-          {"employee_id": {"type": "string"}, "username": {"type": "string"}, "department": {"type": "string"},
-           "manager": {"type": "string"}, "expires": {"type": "string"}},
-          required=["employee_id", "username", "department", "manager"])
-    def create_account(self, employee_id: str, username: str, department: str, manager: str,
-                       expires: str | None = None) -> Any:
-        record = self.state["hr"].get(_text(employee_id, "employee_id").upper())
-        if record is None:
-            raise ToolError(f"no HR record for '{employee_id}'")
-        holder = next((a for a in self.state["accounts"].values() if a["employee_id"] == record["employee_id"]), None)
-        if holder is not None:
-            raise ToolError(f"{record['employee_id']} already has the account '{holder['username']}'")
-        name = _text(username, "username")
-        if not USERNAME_PATTERN.match(name) or len(name) > 32:
-            raise ToolError("username must be lower-case letters a-z optionally followed by digits, at most 32")
-        if name in self.state["accounts"]:
-            raise ToolError(f"username '{name}' is taken")
-        account = {"username": name, "display_name": f"{record['preferred_first_name'] or record['legal_first_name']}"
-                                                     f" {record['legal_last_name']}",
-                   "employee_id": record["employee_id"], "department": self._department(department),
-                   "manager": self._manager(manager), "status": "active",
-                   "expires": None if expires is None else self._date(expires, "expires"),
-                   "out_of_office": False, "delegate": None}
-        self.state["accounts"][name] = account
-        return copy.deepcopy(account)
-
-    @tool("Directory: change an account's department, manager (a username) or expiry (YYYY-MM-DD, or an empty "
-          "string for no expiry). Give only the fields to change.",
+    @tool("Directory: change an account's department, manager or expires; give only the fields to change.",
           {"username": {"type": "string"}, "department": {"type": "string"}, "manager": {"type": "string"},
            "expires": {"type": "string"}}, required=["username"])
     def update_account(self, username: str, department: str | None = None, manager: str | None = None,
@@ -851,41 +865,41 @@ class DirectoryEnv(Environment):
         account = self._account(username)
         changes: dict[str, Any] = {}
         if department is not None:
-            changes["department"] = self._department(department)
+            if department not in DEPARTMENTS:
+                raise ToolError(f"unknown department '{department}' (departments: {', '.join(DEPARTMENTS)})")
+            changes["department"] = department
         if manager is not None:
-            changes["manager"] = self._manager(manager)
+            changes["manager"] = self._account(manager)["username"]
         if expires is not None:
-            changes["expires"] = None if not expires.strip() else self._date(expires, "expires")
+            changes["expires"] = None if not expires.strip() else self._date(expires)
         if not changes:
             raise ToolError("nothing to change")
         account.update(changes)
         return copy.deepcopy(account)
 
-    @tool("Access: the access profile of a role: the groups its holders get.", {"role": {"type": "string"}})
-    def get_role_profile(self, role: str) -> Any:
+    @tool("Access: a role's profile: the permissions its holders need.", {"role": {"type": "string"}})
+    def get_role(self, role: str) -> Any:
         profile = self.state["roles"].get(_text(role, "role").upper())
         if profile is None:
             raise ToolError(f"no role '{role}'")
         return copy.deepcopy(profile)
 
-    @tool("Access: one group: description, owner (a username), the groups it requires its members to be in first, "
-          "whether joining needs an approved access request, whether it is for employees only (never "
-          "contractors), and status ('active' or 'retired', with replaced_by naming the successor).",
-          {"group_id": {"type": "string"}})
+    @tool("Access: one page of the group catalogue (id and status).", {"page": {"type": "integer"}})
+    def list_groups(self, page: int) -> Any:
+        rows = [{"group_id": g["group_id"], "status": g["status"]} for g in self.state["groups"].values()]
+        listing = _paged(rows, page, GROUP_PAGE)
+        return {"page": listing["page"], "pages": listing["pages"], "groups": listing["rows"]}
+
+    @tool("Access: one group in full.", {"group_id": {"type": "string"}})
     def get_group(self, group_id: str) -> Any:
         group = self._group(group_id)
         return {**copy.deepcopy(group), "member_count": len(self.state["members"][group["group_id"]])}
 
-    @tool("Access: ask an approver to approve adding an account to a group that needs approval. The request cites "
-          "the ticket it serves. Only the group's owner may approve, or the owner's delegate while the owner is out "
-          "of office. Returns the request with its status: 'approved' at once when the approver may approve and is "
-          "at work, 'pending' while the approver is out of office, 'rejected' when the approver may not approve.",
+    @tool("Access: ask an approver to approve adding an account to a group; the request cites a ticket.",
           {"group_id": {"type": "string"}, "username": {"type": "string"}, "approver": {"type": "string"},
            "ticket_id": {"type": "string"}})
     def request_approval(self, group_id: str, username: str, approver: str, ticket_id: str) -> Any:
-        group = self._group(group_id)
-        account = self._account(username)
-        approving = self._account(approver)
+        group, account, approving = self._group(group_id), self._account(username), self._account(approver)
         if not group["approval_required"] or group["status"] != "active":
             raise ToolError(f"{group['group_id']} does not take access requests")
         owner = self.state["accounts"][group["owner"]]
@@ -903,17 +917,12 @@ class DirectoryEnv(Environment):
         self.state["requests"][request_id] = request
         return copy.deepcopy(request)
 
-    @tool("Access: add an account to a group. Refused for a retired group, before the account is in every group "
-          "the group requires, and, for a group that needs approval, without an approved access request for this "
-          "account and group.",
-          {"group_id": {"type": "string"}, "username": {"type": "string"}})
+    @tool("Access: add an account to a group.", {"group_id": {"type": "string"}, "username": {"type": "string"}})
     def add_to_group(self, group_id: str, username: str) -> Any:
         group, account = self._group(group_id), self._account(username)
         gid, name = group["group_id"], account["username"]
         if group["status"] != "active":
-            raise ToolError(f"{gid} is retired; its successor is {group['replaced_by']}")
-        if account["status"] != "active":
-            raise ToolError(f"account '{name}' is {account['status']}")
+            raise ToolError(f"{gid} is retired")
         if name in self.state["members"][gid]:
             raise ToolError(f"'{name}' is already in {gid}")
         missing = [g for g in group["requires"] if name not in self.state["members"][g]]
@@ -936,18 +945,18 @@ class DirectoryEnv(Environment):
 
 
 ACCESS_CHECKS = (
-    Check("others_untouched", "No existing account or existing membership was changed.", guard=True),
-    Check("account", "Exactly one account for the new starter, with the policy's username."),
+    Check("others_untouched", "No other account, membership or approval of anyone else was changed.", guard=True),
     Check("account_fields", "The account's department, manager and expiry follow HR and the policy."),
-    Check("groups", "The account is in exactly the profile's groups (successor for the retired one), the "
-                    "prerequisite and, for an employee only, the extra group."),
-    Check("approvals", "Every approval group has an approved request from the right approver citing the ticket."),
-    Check("answer", "The answer names the new username."),
+    Check("permissions_exact", "The account's effective permissions are exactly the role's plus the ticket's extra."),
+    Check("least_groups", "The account is in exactly the policy's optimal group set: fewest groups, then most kept "
+                          "memberships, no employees-only group for a contractor.", 2.0),
+    Check("approvals", "Every approval group joined has an approved request from the right approver citing the ticket."),
+    Check("answer", "The answer lists the account's final groups."),
 )
 
 
 def access_provisioning(rng: ItemRng) -> AgTask:
-    """Provision a new starter's account and group access across HR, directory, access and ticketing services."""
+    """Move an account to a new role with a least-privilege group set across HR, directory and access services."""
     world = _access_world(rng)
     reference, wasteful = _access_scripts(world)
     return AgTask(_access_prompt(world), lambda: DirectoryEnv(world), ACCESS_CHECKS,
@@ -955,76 +964,88 @@ def access_provisioning(rng: ItemRng) -> AgTask:
 
 
 def _access_prompt(world: dict[str, Any]) -> str:
-    """The ticket to work and the provisioning policy."""
     plan = world["plan"]
     return (
-        f"You are the IT access administrator at {plan['company']}. Today is {world['today'].isoformat()}. "
-        f"Ticket {plan['ticket_id']} asks you to set up a new starter. Work from the ticket, and treat the HR record "
-        "as the source of truth for the person's legal name, department, manager and employment type.\n\n"
-        "Provisioning policy:\n"
-        "1. Create exactly one directory account. Its username is the first letter of the legal first name "
-        "followed by the legal last name, in lower-case letters a-z only (drop accents: é->e, ñ->n, ü->u; remove "
-        "spaces, hyphens, apostrophes and dots). If that username is taken by any account, active or disabled, "
-        "append the lowest number from 2 upwards that gives a free username.\n"
-        "2. Set the account's department and manager (the manager's username) from HR. A contractor's account "
+        f"You are the IT access administrator at {plan['company']}. Today is {world['today'].isoformat()}. Work "
+        f"ticket {plan['ticket_id']}. The HR record is the source of truth for the person's department, manager, "
+        "employment type and contract end.\n\n"
+        "Policy:\n"
+        "1. Set the account's department and manager (the manager's username) from HR. A contractor's account "
         "expires on the contract end date; an employee's account has no expiry.\n"
-        "3. Add the account to every group of the role's access profile and to any extra group the ticket asks "
-        "for. A retired group is replaced by its successor. Groups that a group requires are joined first and "
-        "are part of the access. Groups for employees only are never given to contractors: skip them.\n"
-        "4. A group that needs approval needs an approved access request citing the ticket, from the group's "
-        "owner, or from the owner's delegate while the owner is out of office.\n"
-        "Change nothing else.\n\n"
-        "When you are done, call submit with the new account's username."
+        "2. After your changes the account's effective permissions must be exactly the new role's permissions plus "
+        "any extra permission the ticket asks for: nothing missing and nothing more. Groups for employees only are "
+        "never given to contractors. Use as few groups as possible; among equally small sets, keep as many of the "
+        "account's current memberships as possible. Remove every membership the final set does not need.\n"
+        "3. Joining a group that needs approval needs an approved access request citing the ticket, from the "
+        "group's owner, or from the owner's delegate while the owner is out of office.\n"
+        "The access services are documented in describe_api. Change nothing else.\n\n"
+        "When you are done, call submit with the account's final list of groups."
     )
 
 
 def _check_access(world: dict[str, Any], env: Environment, answer: str | None) -> dict[str, bool]:
-    """The provisioning checks on the directory and the answer."""
     plan, initial, state = world["plan"], world["state"], env.state
-    old = initial["accounts"]
-    untouched = all(state["accounts"].get(name) == account for name, account in old.items()) and all(
-        {m for m in state["members"][gid] if m in old} == set(members)
-        for gid, members in initial["members"].items())
-    mine = [a for a in state["accounts"].values() if a["employee_id"] == plan["hire_id"]]
-    account = mine[0] if len(mine) == 1 else None
-    name = account["username"] if account else None
-    requests = [r for r in state["requests"].values() if r["username"] == name and r["status"] == "approved"]
+    user = plan["user"]
+    others = [n for n in initial["accounts"] if n != user]
+    untouched = all(state["accounts"].get(n) == initial["accounts"][n] for n in others) and all(
+        {m for m in state["members"][g] if m != user} == set(initial["members"][g]) - {user}
+        for g in initial["members"]) and all(r["username"] == user for r in state["requests"].values())
+    account = state["accounts"][user]
+    groups = sorted(g for g, m in state["members"].items() if user in m)
+    held = frozenset().union(*(_effective(state["groups"], g) for g in groups)) if groups else frozenset()
+    approved = [r for r in state["requests"].values() if r["username"] == user and r["status"] == "approved"]
     return {
         "others_untouched": untouched,
-        "account": account is not None and name == plan["username"],
-        "account_fields": account is not None and account["department"] == plan["department"]
-                          and account["manager"] == plan["manager"] and account["expires"] == plan["contract_end"],
-        "groups": account is not None and sorted(g for g, m in state["members"].items() if name in m) == sorted(
-            plan["expected_groups"]),
-        "approvals": account is not None and all(
+        "account_fields": account["department"] == plan["department"] and account["manager"] == plan["manager"]
+                          and account["expires"] == plan["expires"],
+        "permissions_exact": held == frozenset(plan["needed"]),
+        "least_groups": groups == plan["target"],
+        "approvals": groups == plan["target"] and all(
             any(r["group_id"] == g and r["approver"] == plan["approver"][g] and r["ticket_id"] == plan["ticket_id"]
-                for r in requests) for g in plan["approval_groups"]),
-        "answer": mentions(answer or "", plan["username"], ALNUM),
+                for r in approved) for g in plan["approval"]),
+        "answer": all(mentions(answer or "", g) for g in plan["target"]),
     }
+
+
+def _join_order(groups: dict[str, Any], wanted: list[str], current: list[str]) -> list[str]:
+    """The groups to join, each after the groups it requires."""
+    done, order = set(current), []
+    while len(order) < len([g for g in wanted if g not in current]):
+        for gid in wanted:
+            if gid not in done and all(r in done for r in groups[gid]["requires"]):
+                order.append(gid)
+                done.add(gid)
+    return order
 
 
 def _access_scripts(world: dict[str, Any]) -> tuple[tuple[Call, ...], tuple[Call, ...]]:
     """The efficient agent's calls, and a wasteful one with repeated reads and a manager set wrong then fixed."""
-    plan = world["plan"]
-    user, ticket = plan["username"], plan["ticket_id"]
-    hr_manager = world["state"]["accounts"][plan["manager"]]["employee_id"]
-    account = {"employee_id": plan["hire_id"], "username": user, "department": plan["department"],
-               "manager": plan["manager"]}
-    if plan["contract_end"]:
-        account["expires"] = plan["contract_end"]
-    reads = (Call("get_ticket", {"ticket_id": ticket}), Call("get_hr_record", {"employee_id": plan["hire_id"]}),
-             Call("search_accounts", {"query": plan["base"]}), Call("search_accounts", {"query": hr_manager}))
-    groups = (Call("get_role_profile", {"role": plan["role"]}),
-              *[Call("get_group", {"group_id": g}) for g in [*plan["profile"], plan["extra"]]],
-              Call("get_group", {"group_id": plan["prerequisite"]}), Call("get_group", {"group_id": plan["successor"]}),
-              *[Call("get_account", {"username": plan["owners"][g]}) for g in plan["approval_groups"]])
+    plan, state = world["plan"], world["state"]
+    user, ticket = plan["user"], plan["ticket_id"]
+    pages = -(-len(state["groups"]) // GROUP_PAGE)
+    reads = (Call("get_ticket", {"ticket_id": ticket}),
+             Call("get_hr_record", {"employee_id": state["accounts"][user]["employee_id"]}),
+             Call("get_account", {"username": user}),
+             Call("search_accounts", {"query": state["accounts"][plan["manager"]]["employee_id"]}),
+             *[Call("describe_api", {"topic": t}) for t in ACCESS_DOCS], Call("get_role", {"role": plan["role"]}),
+             *[Call("list_groups", {"page": p}) for p in range(1, pages + 1)],
+             *[Call("get_group", {"group_id": g}) for g, group in state["groups"].items()
+               if group["status"] == "active"],
+             *[Call("get_account", {"username": plan["owners"][g]}) for g in plan["approval"]])
+    fields = {"username": user, "department": plan["department"], "manager": plan["manager"],
+              "expires": plan["expires"] or ""}
+    if plan["expires"] is None and state["accounts"][user]["expires"] is None:
+        del fields["expires"]
     approvals = tuple(Call("request_approval", {"group_id": g, "username": user, "approver": plan["approver"][g],
-                                                "ticket_id": ticket}) for g in plan["approval_groups"])
-    joins = tuple(Call("add_to_group", {"group_id": g, "username": user}) for g in plan["expected_groups"])
-    submit = Call("submit", {"answer": user})
-    reference = (*reads, Call("create_account", account), *groups, *approvals, *joins, submit)
-    wasteful = (reads[0], reads[0], reads[1], reads[1], *reads[2:],
-                Call("create_account", {**account, "manager": plan["namesake"]}),
+                                                "ticket_id": ticket}) for g in plan["approval"])
+    removals = tuple(Call("remove_from_group", {"group_id": g, "username": user})
+                     for g in plan["current"] if g not in plan["target"])
+    joins = tuple(Call("add_to_group", {"group_id": g, "username": user})
+                  for g in _join_order(state["groups"], plan["target"], plan["current"]))
+    submit = Call("submit", {"answer": "Final groups: " + ", ".join(plan["target"])})
+    reference = (*reads, Call("update_account", fields), *approvals, *removals, *joins, submit)
+    wasteful = (reads[0], reads[0], *reads[1:3], reads[2], *reads[3:],
+                Call("update_account", {**fields, "manager": plan["namesake"]}),
                 Call("update_account", {"username": user, "manager": plan["manager"]}),
-                *groups, *approvals, *joins, submit)
+                *approvals, *removals, *joins, submit)
     return reference, wasteful
