@@ -266,9 +266,19 @@ def _order_world_from(rng: ItemRng, today: date, deliver_by: date, warehouses: d
             "address_id": address_ids[0], "cart_id": cart_id, "deliver_by": deliver_by.isoformat(),
             "shipments": shipments}
     state = {"customers": customers, "addresses": addresses, "carts": carts, "products": products, "stock": stock,
-             "warehouses": warehouses, "holds": {}, "quotes": {}, "orders": {}}
+             "warehouses": warehouses, "holds": {}, "released": {}, "quotes": {}, "orders": {}}
     return {"state": state, "today": today, "plan": plan, "first_hold": rng.randint(100, 899),
             "first_quote": rng.randint(1000, 8999), "first_order": rng.randint(10000, 89999)}
+
+
+def _hold_status(state: dict[str, Any], hold_id: str) -> str:
+    """A hold's status, derived so that no later call rewrites the hold itself: released, ordered or held."""
+    if hold_id in state["released"]:
+        return "released"
+    if any(o["status"] == "placed" and any(line["hold_id"] == hold_id for s in o["shipments"] for line in s["lines"])
+           for o in state["orders"].values()):
+        return "ordered"
+    return "held"
 
 
 HOLD_IDS = {"type": "array", "items": {"type": "string"}, "description": "Hold ids, all at this warehouse."}
@@ -356,17 +366,18 @@ class ShopEnv(Environment):
         shelf["reserved"] += quantity
         hold_id = self._new_id("hold", "H")
         hold = {"hold_id": hold_id, "cart_id": cart["cart_id"], "sku": product["sku"], "warehouse_id": wh,
-                "quantity": quantity, "status": "held"}
+                "quantity": quantity}
         self.state["holds"][hold_id] = hold
-        return copy.deepcopy(hold)
+        return {**hold, "status": "held"}
 
     @tool("Inventory: release a hold that no order uses.", {"hold_id": {"type": "string"}})
     def release_hold(self, hold_id: str) -> Any:
         hold = self._get("holds", hold_id, "hold_id")
-        if hold["status"] != "held":
-            raise ToolError(f"hold {hold['hold_id']} is {hold['status']}")
+        status = _hold_status(self.state, hold["hold_id"])
+        if status != "held":
+            raise ToolError(f"hold {hold['hold_id']} is {status}")
         self.state["stock"][hold["sku"]][hold["warehouse_id"]]["reserved"] -= hold["quantity"]
-        hold["status"] = "released"
+        self.state["released"][hold["hold_id"]] = True
         return {"hold_id": hold["hold_id"], "status": "released"}
 
     @tool("Shipping: quote one shipment of held units from their warehouse to an address: cost and arrival date.",
@@ -394,7 +405,7 @@ class ShopEnv(Environment):
             raise ToolError("hold_ids must list 1-20 distinct holds")
         holds = [self._get("holds", h, "hold_id") for h in hold_ids]
         for hold in holds:
-            if hold["status"] != "held" or hold["warehouse_id"] != wh:
+            if _hold_status(self.state, hold["hold_id"]) != "held" or hold["warehouse_id"] != wh:
                 raise ToolError(f"hold {hold['hold_id']} is not an active hold at {wh}")
         if len({h["cart_id"] for h in holds}) != 1:
             raise ToolError("the holds belong to different carts")
@@ -422,12 +433,13 @@ class ShopEnv(Environment):
         covered = set()
         for quote in quotes:
             holds = [self.state["holds"][h] for h in quote["hold_ids"]]
-            if quote["address_id"] != address or any(h["status"] != "held" or h["cart_id"] != cart["cart_id"]
+            if quote["address_id"] != address or any(_hold_status(self.state, h["hold_id"]) != "held" or h["cart_id"] != cart["cart_id"]
                                                       for h in holds):
                 raise ToolError(f"quote {quote['quote_id']} is void or not for this cart and address")
             covered |= set(quote["hold_ids"])
         loose = sorted(h["hold_id"] for h in self.state["holds"].values()
-                       if h["cart_id"] == cart["cart_id"] and h["status"] == "held" and h["hold_id"] not in covered)
+                       if h["cart_id"] == cart["cart_id"] and _hold_status(self.state, h["hold_id"]) == "held"
+                       and h["hold_id"] not in covered)
         if loose:
             raise ToolError(f"holds {', '.join(loose)} of this cart are in no quote: quote or release them")
         order_id = self._new_id("order", "SO")
@@ -436,7 +448,6 @@ class ShopEnv(Environment):
             lines = []
             for hold_id in quote["hold_ids"]:
                 hold = self.state["holds"][hold_id]
-                hold.update(status="ordered", order_id=order_id)
                 lines.append({"sku": hold["sku"], "quantity": hold["quantity"], "hold_id": hold_id})
             shipments.append({"warehouse_id": quote["warehouse_id"], "quote_id": quote["quote_id"], "lines": lines,
                               "cost_cents": quote["cost_cents"], "arrives": quote["arrives"]})
@@ -460,7 +471,7 @@ class ShopEnv(Environment):
             for line in shipment["lines"]:
                 hold = self.state["holds"][line["hold_id"]]
                 self.state["stock"][hold["sku"]][hold["warehouse_id"]]["reserved"] -= hold["quantity"]
-                hold["status"] = "released"
+                self.state["released"][hold["hold_id"]] = True
         order["status"] = "cancelled"
         return {"order_id": order["order_id"], "status": "cancelled"}
 
@@ -511,7 +522,8 @@ def _check_order(plan: dict[str, Any], env: Environment, answer: str | None) -> 
         "products": products,
         "feasible": feasible,
         "optimal": products and feasible and order["shipping_cents"] == plan["optimum"],
-        "holds": order is not None and not any(h["cart_id"] == plan["cart_id"] and h["status"] == "held"
+        "holds": order is not None and not any(h["cart_id"] == plan["cart_id"] and
+                                               _hold_status(state, h["hold_id"]) == "held"
                                                for h in state["holds"].values()),
         "answer": order is not None and mentions(answer or "", order["order_id"], ALNUM)
                   and order["shipping_cents"] in cents_in(answer or ""),
@@ -662,7 +674,7 @@ def _access_groups(rng: ItemRng, needed: list[str], extras: list[str], resources
         start += size
     first = add(blocks[0])
     add(blocks[1], requires=[first])
-    nested = blocks[2]
+    nested, helper = blocks[2], None
     if len(nested) >= 2:
         helper = add(nested[1:])
         add(nested[:1], includes=[helper])
@@ -682,13 +694,19 @@ def _access_groups(rng: ItemRng, needed: list[str], extras: list[str], resources
     pair = blocks[0] + blocks[1]
     successor = add(pair + [extras[2]])
     add(pair, status="retired", replaced_by=successor)
-    add(blocks[1] + blocks[2], employees_only=True)
+    if helper:  # employees' best group, which holds part of its grant through an include
+        add(blocks[1] + nested[:1], includes=[helper], employees_only=True)
+    else:
+        add(blocks[1] + nested, employees_only=True)
     noise = [add(rng.sample(extras[3:], rng.randint(1, 2))) for _ in range(4)]
     for _ in range(3):  # team bundles that over-grant in plain sight
         add(rng.sample(needed, 2) + [rng.choice(extras[3:])])
+    current = [first, noise[0], singles[0]]
+    if rng.randint(0, 1):  # a current membership as good as a block: the kept-memberships rule decides
+        current.append(add(blocks[1]))
     order = list(groups)
     rng.shuffle(order)
-    return {g: groups[g] for g in order}, [first, noise[0], singles[0]]
+    return {g: groups[g] for g in order}, current
 
 
 def _access_world(rng: ItemRng) -> dict[str, Any]:
@@ -725,6 +743,9 @@ def _draft_access(rng: ItemRng) -> dict[str, Any] | None:
     if not any(frozenset(c) != best[0] and frozenset().union(*(loose[g] for g in c)) == frozenset(needed)
                for n in range(1, size + 1) for c in itertools.combinations(sorted(groups), n)):
         return None  # no look-alike makes a set as small: the traps do not tempt
+    flat = {g: {**group, "includes": []} for g, group in groups.items()}
+    if _least_sets(flat, frozenset(needed), contractor, set(current))[1] == best:
+        return None  # reading direct permissions alone would find the optimum: the nested grant does not bite
     return _access_world_from(rng, groups, current, sorted(best[0]), needed, contractor)
 
 
@@ -1031,7 +1052,7 @@ def _access_scripts(world: dict[str, Any]) -> tuple[tuple[Call, ...], tuple[Call
              *[Call("list_groups", {"page": p}) for p in range(1, pages + 1)],
              *[Call("get_group", {"group_id": g}) for g, group in state["groups"].items()
                if group["status"] == "active"],
-             *[Call("get_account", {"username": plan["owners"][g]}) for g in plan["approval"]])
+             *[Call("get_account", {"username": o}) for o in dict.fromkeys(plan["owners"][g] for g in plan["approval"])])
     fields = {"username": user, "department": plan["department"], "manager": plan["manager"],
               "expires": plan["expires"] or ""}
     if plan["expires"] is None and state["accounts"][user]["expires"] is None:
