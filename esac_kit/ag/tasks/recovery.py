@@ -461,7 +461,7 @@ def _settlement_wasteful(world: SettlementWorld, reference: tuple[Call, ...]) ->
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Task 2: post a cycle count against a lagging replica, a rate limit and a timeout.
+# Task 2: post a cycle count against a lagging replica, an arrived transfer, a rate window and a lost reply.
 
 WAREHOUSES = ["Dock 4, Reno DC", "Aisle C, Tilbury", "Mezzanine, Columbus West", "Bay 12, Rotterdam South",
               "Cold room, Fresno", "Zone B, Leipzig Hub", "Racking 7, Joliet", "Pick face 3, Swindon"]
@@ -470,132 +470,225 @@ PRODUCTS = ["hex bolt M8x40", "wing nut M6", "cable tie 200 mm", "zip bag 10x15"
             "shelf bracket 200 mm", "door hinge 75 mm", "padlock 40 mm", "extension lead 4-way",
             "safety gloves L", "spirit level 600 mm", "drill bit 6 mm", "masking tape 25 mm",
             "carabiner 8 cm", "hook rail 5-hook", "caster wheel 50 mm", "terminal block 12-way",
-            "silicone sealant clear", "sanding disc P120"]
+            "silicone sealant clear", "sanding disc P120", "cable gland M20", "washer M10", "pipe clip 22 mm",
+            "anchor plug 8 mm", "tie wrap mount", "heat shrink 6 mm"]
 PREFIXES = ["FST", "ELC", "HWD", "TLS", "PKG", "SFT", "PLB", "ADH"]
+N_COUNTED, N_OTHER = 22, 5
+MAX_LINES, LINE_QUOTA = 5, 8
+MAX_ADJUST_UNITS = 100_000
+STOCK_DOCS = {
+    "reads": (
+        "Stock reads. list_stock and get_stock read the reporting replica unless consistent=true. The replica "
+        "copies the primary ledger every few minutes and its rows carry as_of, the time of its last copy: movements "
+        "posted since are missing from it. get_stock with consistent=true reads the primary ledger, which is always "
+        "current; list_movements lists the primary ledger's movements. service_status shows the replica's lag."),
+    "adjustments": (
+        "Adjustments. post_adjustments posts up to {max} lines (sku, delta) of one cycle count as one request; each "
+        "delta is added to on_hand. Lines are applied one at a time in order; the request stops at the first line "
+        "that cannot be applied, and the lines before it stay applied (no rollback). Requests are not idempotent: "
+        "posting a line again moves stock again. The service accepts {quota} adjustment lines per {window}-second "
+        "window, counting every line of every accepted request; a request that does not fit in what is left of the "
+        "window is rejected whole (429, nothing applied). '504 gateway timeout' means the reply was lost: any "
+        "prefix of the request's lines may have been applied. service_status shows the window."),
+    "counts": (
+        "Cycle counts. A count's lines give the units physically counted. Each counted SKU that differs gets one "
+        "cycle-count adjustment of counted minus on_hand; never a second one for the same SKU and count, and no "
+        "adjustment for a SKU outside the count. Goods of an inbound transfer with status 'arrived' are on the "
+        "shelf and were counted, but are not in on_hand until the transfer is received (receive_transfer), and a "
+        "SKU with an arrived transfer cannot be adjusted until then. When every counted SKU matches its count, set "
+        "the count's status to 'reconciled'."),
+}
 
 
 class InventoryEnv(Environment):
-    """A stock ledger: a primary that is always right and a reporting replica frozen minutes behind it."""
+    """A stock ledger with a lagging replica, inbound transfers and a rate-limited adjustment service.
 
-    def __init__(self, data: dict[str, Any], replica: dict[str, int], applied_timeouts: set[str],
-                 dropped_timeouts: set[str], throttle_call: int, retry_after: int):
+    On-hand figures are derived from inserted movements, never rewritten: opening balance plus movements."""
+
+    def __init__(self, world: "ReconcileWorld"):
         super().__init__()
-        self.state = copy.deepcopy(data)
-        self._replica = dict(replica)
-        self._timeouts = {sku: "applied" for sku in applied_timeouts} | {sku: "dropped" for sku in dropped_timeouts}
-        self._throttle_call, self._retry_after = throttle_call, retry_after
-        self._clock = 0
-        self._blocked_until = 0
-        self._calls = 0  # adjust_stock calls that passed validation
-        self._attempts: dict[str, int] = {}
-        self._next_movement = 1
+        self.state = copy.deepcopy(world.data)
+        self._start, self._as_of = world.start, world.as_of
+        self._lost = world.lost  # the SKU whose first request loses its reply after applying through it
+        self._next = {"mv": world.first_movement, "adj": world.first_batch}
 
-    def _sku(self, sku: str) -> dict[str, Any]:
-        record = self.state["stock"].get(sku)
-        if record is None:
+    def _clock(self) -> int:
+        return sum(self.state["waits"].values())
+
+    def _now(self) -> datetime:
+        return self._start + timedelta(seconds=self._clock())
+
+    def _on_hand(self, sku: str, replica: bool = False) -> int:
+        moved = sum(m["delta"] for m in self.state["movements"].values()
+                    if m["sku"] == sku and (not replica or m["at"] <= _stamp(self._as_of)))
+        return self.state["stock"][sku]["opening"] + moved
+
+    def _sku(self, sku: str) -> str:
+        key = sku.strip().upper()
+        if key not in self.state["stock"]:
             raise ToolError(f"no SKU {sku!r}")
-        return record
+        return key
 
-    @tool("List every SKU with its name and on-hand quantity, read from the reporting replica. The replica is "
-          "eventually consistent and currently running several minutes behind the primary: it may not show recent "
-          "movements, including your own adjustments.")
-    def list_stock(self):
-        return {"read_from": "replica", "stock": [{"sku": sku, "name": r["name"], "on_hand": self._replica[sku]}
-                                                  for sku, r in self.state["stock"].items()]}
+    def _transfer_status(self, transfer_id: str) -> str:
+        return "received" if transfer_id in self.state["receipts"] else self.state["transfers"][transfer_id]["status"]
 
-    @tool("Read one SKU's on-hand quantity. By default (consistent=false) it reads the reporting replica, which is "
-          "eventually consistent and currently several minutes behind (it may not show recent movements, including "
-          "your own adjustments). consistent=true reads the primary ledger, which is always current.",
-          {"sku": {"type": "string"}, "consistent": {"type": "boolean"}}, required=["sku"])
-    def get_stock(self, sku: str, consistent: bool = False):
-        record = self._sku(sku)
-        on_hand = record["on_hand"] if consistent else self._replica[sku]
-        return {"sku": sku, "name": record["name"], "on_hand": on_hand,
-                "read_from": "primary" if consistent else "replica"}
+    def _used(self) -> int:
+        window = self._clock() // WINDOW_S
+        return sum(len(r["lines"]) for r in self.state["requests"].values() if r["t"] // WINDOW_S == window)
 
-    @tool("Post a stock adjustment to the primary ledger: add delta (a non-zero integer, negative to remove units) "
-          "to a SKU's on-hand quantity (the ledger allows negative stock), referencing the cycle count it comes "
-          "from. Adjustments are relative and not idempotent: posting the same adjustment twice moves stock "
-          "twice. Returns the movement and the new "
-          "on-hand quantity. Errors: '429 too many requests ... retry after N s' means the request was rejected "
-          "and nothing was applied; further calls are rejected until N seconds have passed (see wait). "
-          "'504 gateway timeout' means no reply came back: the adjustment may or may not have been applied.",
-          {"sku": {"type": "string"}, "delta": {"type": "integer"}, "count_id": {"type": "string"}})
-    def adjust_stock(self, sku: str, delta: int, count_id: str):
-        record = self._sku(sku)
-        if count_id not in self.state["counts"]:
+    def _move(self, sku: str, delta: int, kind: str, ref: str, batch: str | None = None) -> str:
+        movement_id = f"MV-{self._next['mv']}"
+        self._next["mv"] += 1
+        self.state["movements"][movement_id] = {"sku": sku, "delta": delta, "kind": kind, "ref": ref,
+                                                "batch_id": batch, "at": _stamp(self._now())}
+        return movement_id
+
+    def _row(self, sku: str, consistent: bool) -> dict[str, Any]:
+        transfers = [{"transfer_id": t, "status": self._transfer_status(t)}
+                     for t, x in self.state["transfers"].items() if x["sku"] == sku]
+        return {"sku": sku, "name": self.state["stock"][sku]["name"], "on_hand": self._on_hand(sku, not consistent),
+                "source": "primary" if consistent else "replica",
+                "as_of": _stamp(self._now() if consistent else self._as_of), "inbound_transfers": transfers}
+
+    @tool("Documentation. Topics: 'reads', 'adjustments', 'counts'.",
+          {"topic": {"type": "string", "enum": list(STOCK_DOCS)}})
+    def describe_api(self, topic: str) -> Any:
+        return {"topic": topic, "text": STOCK_DOCS[topic].format(max=MAX_LINES, quota=LINE_QUOTA, window=WINDOW_S)}
+
+    @tool("Cycle counts: one page of a count's lines, with the count's status.",
+          {"count_id": {"type": "string"}, "page": {"type": "integer"}})
+    def get_count(self, count_id: str, page: int) -> Any:
+        count = self.state["counts"].get(count_id.strip().upper())
+        if count is None:
             raise ToolError(f"no cycle count {count_id!r}")
-        if delta == 0 or abs(delta) > MAX_ADJUST_UNITS:
-            raise ToolError(f"delta must be a non-zero integer between -{MAX_ADJUST_UNITS} and {MAX_ADJUST_UNITS}")
-        self._calls += 1
-        if self._clock < self._blocked_until:
-            raise ToolError(f"429 too many requests: retry after {self._blocked_until - self._clock} s "
-                            "(nothing was applied)")
-        if self._calls == self._throttle_call:
-            self._blocked_until = self._clock + self._retry_after
-            raise ToolError(f"429 too many requests: retry after {self._retry_after} s (nothing was applied)")
-        attempt = self._attempts[sku] = self._attempts.get(sku, 0) + 1
-        fault = self._timeouts.get(sku) if attempt == 1 else None
-        if fault == "dropped":
-            raise ToolError(TIMEOUT_504)
-        movement_id = f"MV-{self._next_movement:03d}"
-        self._next_movement += 1
-        record["on_hand"] += delta
-        self.state["movements"][movement_id] = {"sku": sku, "delta": delta, "count_id": count_id}
-        if fault == "applied":
-            raise ToolError(TIMEOUT_504)
-        return {"movement_id": movement_id, "sku": sku, "delta": delta, "count_id": count_id,
-                "on_hand_after": record["on_hand"]}
+        listing = _paged(count["lines"], page)
+        return {"count_id": count["count_id"], "warehouse": count["warehouse"], "status": count["status"],
+                "counted_at": count["counted_at"], "page": listing["page"], "pages": listing["pages"],
+                "lines": listing["rows"]}
 
-    @tool(f"Wait the given number of seconds (1-{MAX_WAIT_S}) before your next call, e.g. to honour a "
-          "rate limit's retry-after.", {"seconds": {"type": "integer"}})
-    def wait(self, seconds: int):
+    @tool("Stock: one page of every SKU's on-hand quantity.", {"page": {"type": "integer"}})
+    def list_stock(self, page: int) -> Any:
+        listing = _paged([{"sku": s, "on_hand": self._on_hand(s, True)} for s in self.state["stock"]], page, 10)
+        return {"source": "replica", "as_of": _stamp(self._as_of), "page": listing["page"],
+                "pages": listing["pages"], "stock": listing["rows"]}
+
+    @tool("Stock: one SKU's on-hand quantity and inbound transfers.",
+          {"sku": {"type": "string"}, "consistent": {"type": "boolean", "description": "Read the primary ledger."}},
+          required=["sku"])
+    def get_stock(self, sku: str, consistent: bool = False) -> Any:
+        return self._row(self._sku(sku), consistent)
+
+    @tool("Stock: one page of the primary ledger's movements, filtered by SKU or by cycle count (give one).",
+          {"sku": {"type": "string"}, "count_id": {"type": "string"}, "page": {"type": "integer"}}, required=["page"])
+    def list_movements(self, page: int, sku: str | None = None, count_id: str | None = None) -> Any:
+        if (sku is None) == (count_id is None):
+            raise ToolError("give exactly one of sku and count_id")
+        rows = [{"movement_id": m, **x} for m, x in self.state["movements"].items()
+                if (sku is not None and x["sku"] == sku.strip().upper())
+                or (count_id is not None and x["ref"] == count_id.strip().upper())]
+        listing = _paged(rows, page, 8)
+        return {"page": listing["page"], "pages": listing["pages"], "movements": listing["rows"]}
+
+    @tool("Transfers: one inbound transfer.", {"transfer_id": {"type": "string"}})
+    def get_transfer(self, transfer_id: str) -> Any:
+        key = transfer_id.strip().upper()
+        if key not in self.state["transfers"]:
+            raise ToolError(f"no transfer {transfer_id!r}")
+        return {"transfer_id": key, **self.state["transfers"][key], "status": self._transfer_status(key)}
+
+    @tool("Transfers: receive an arrived transfer into on-hand stock.", {"transfer_id": {"type": "string"}})
+    def receive_transfer(self, transfer_id: str) -> Any:
+        key = transfer_id.strip().upper()
+        if key not in self.state["transfers"]:
+            raise ToolError(f"no transfer {transfer_id!r}")
+        if self._transfer_status(key) != "arrived":
+            raise ToolError(f"transfer {key} is {self._transfer_status(key)}")
+        transfer = self.state["transfers"][key]
+        movement = self._move(transfer["sku"], transfer["quantity"], "transfer_in", key)
+        self.state["receipts"][key] = movement
+        return {"transfer_id": key, "status": "received", "movement_id": movement,
+                "on_hand": self._on_hand(transfer["sku"])}
+
+    @tool("Adjustments: post up to 5 adjustment lines of a cycle count as one request (see describe_api "
+          "'adjustments').",
+          {"count_id": {"type": "string"}, "lines": {"type": "array", "items": {
+              "type": "object", "properties": {"sku": {"type": "string"}, "delta": {"type": "integer"}},
+              "required": ["sku", "delta"], "additionalProperties": False}}})
+    def post_adjustments(self, count_id: str, lines: list[dict[str, Any]]) -> Any:
+        count = self.state["counts"].get(count_id.strip().upper())
+        if count is None:
+            raise ToolError(f"no cycle count {count_id!r}")
+        if not 1 <= len(lines) <= MAX_LINES:
+            raise ToolError(f"a request holds 1-{MAX_LINES} lines")
+        wanted = [(self._sku(line["sku"]), line["delta"]) for line in lines]
+        if len({sku for sku, _ in wanted}) != len(wanted):
+            raise ToolError("a SKU appears twice in one request")
+        if any(delta == 0 or abs(delta) > MAX_ADJUST_UNITS for _, delta in wanted):
+            raise ToolError(f"every delta must be a non-zero integer between -{MAX_ADJUST_UNITS} and "
+                            f"{MAX_ADJUST_UNITS}")
+        left = LINE_QUOTA - self._used()
+        if len(wanted) > left:
+            raise ToolError(f"429 too many requests: {left} line(s) left in this window; request rejected, nothing "
+                            "applied")
+        lost_before = any(self._lost in [line[0] for line in r["lines"]] for r in self.state["requests"].values())
+        batch = f"ADJ-{self._next['adj']}"
+        self._next["adj"] += 1
+        self.state["requests"][batch] = {"t": self._clock(), "lines": [list(w) for w in wanted]}
+        applied: list[dict[str, Any]] = []
+        for position, (sku, delta) in enumerate(wanted, start=1):
+            blocking = [t for t, x in self.state["transfers"].items()
+                        if x["sku"] == sku and self._transfer_status(t) == "arrived"]
+            if blocking:
+                done = ", ".join(a["movement_id"] for a in applied) or "none"
+                raise ToolError(f"409 line {position} ({sku}): inbound transfer {blocking[0]} has arrived but is not "
+                                f"received; request {batch} stopped: lines before it applied ({done}), line "
+                                f"{position} and later not applied")
+            movement = self._move(sku, delta, "cycle_count", count["count_id"], batch)
+            applied.append({"sku": sku, "delta": delta, "movement_id": movement, "on_hand_after": self._on_hand(sku)})
+            if sku == self._lost and not lost_before:
+                raise ToolError("504 gateway timeout: no reply from the ledger")
+        return {"batch_id": batch, "applied": applied}
+
+    @tool("Service status: the clock, the replica's lag and the adjustment window.")
+    def service_status(self) -> Any:
+        return {"now": _stamp(self._now()), "replica_as_of": _stamp(self._as_of),
+                "replica_lag_s": int((self._now() - self._as_of).total_seconds()), "window_s": WINDOW_S,
+                "lines_per_window": LINE_QUOTA, "lines_used_in_window": self._used(),
+                "resets_in_s": WINDOW_S - self._clock() % WINDOW_S}
+
+    @tool(f"Wait 1-{MAX_WAIT_S} seconds.", {"seconds": {"type": "integer"}})
+    def wait(self, seconds: int) -> Any:
         if not 1 <= seconds <= MAX_WAIT_S:
             raise ToolError(f"seconds must be between 1 and {MAX_WAIT_S}")
-        self._clock += seconds
-        return {"waited_s": seconds}
+        self.state["waits"][str(len(self.state["waits"]) + 1)] = seconds
+        return {"waited_s": seconds, "now": _stamp(self._now())}
 
-    @tool("Set a cycle count's status.",
-          {"count_id": {"type": "string"},
-           "status": {"type": "string", "enum": ["open", "in_progress", "reconciled"]}})
-    def set_count_status(self, count_id: str, status: str):
-        count = self.state["counts"].get(count_id)
+    @tool("Cycle counts: set a count's status.",
+          {"count_id": {"type": "string"}, "status": {"type": "string", "enum": ["open", "in_progress", "reconciled"]}})
+    def set_count_status(self, count_id: str, status: str) -> Any:
+        count = self.state["counts"].get(count_id.strip().upper())
         if count is None:
             raise ToolError(f"no cycle count {count_id!r}")
         count["status"] = status
-        return {"count_id": count_id, "status": status}
-
-
-def _count_lines(rng: ItemRng, kinds: list[str]) -> list[tuple[int, int, int]]:
-    """(primary, replica, counted) per counted SKU; the replica misses a recent movement on the stale kinds."""
-    lines = []
-    for kind in kinds:
-        primary = rng.randint(30, 400)
-        recent = rng.choice([-1, 1]) * rng.randint(4, 40) if kind in "bcd" else 0  # goods-in or a pick
-        replica = max(0, primary - recent)
-        off = rng.choice([-1, 1]) * rng.randint(1, 11)
-        while kind in "ab" and (primary + off < 0 or primary + off == replica):
-            off = rng.choice([-1, 1]) * rng.randint(1, 11)
-        counted = {"a": primary + off, "b": primary + off, "c": primary, "d": replica, "e": primary}[kind]
-        lines.append((primary, replica, counted))
-    return lines
+        return {"count_id": count["count_id"], "status": status}
 
 
 @dataclass
 class ReconcileWorld:
-    """A cycle count against the ledger, and the seeded timeouts and rate limit its adjustments run into."""
+    """A cycle count against the ledger, with the seeded replica lag, transfer and lost reply."""
 
     count_id: str
     warehouse: str
+    start: datetime
+    as_of: datetime
     data: dict[str, Any]
-    replica: dict[str, int]
     counted: dict[str, int]  # counted SKU -> counted quantity, in count-sheet order
-    delta: dict[str, int]  # counted SKU -> the adjustment it needs
-    plan: list[tuple[str, str]]  # (sku, outcome) per adjust_stock call of the reference
-    applied: str  # times out after applying
-    dropped: str | None  # times out before applying
-    throttled: int  # index in `plan` of the call the rate limit rejects
-    retry_after: int
+    delta: dict[str, int]  # counted SKU -> the adjustment it needs once the transfer is received
+    kinds: dict[str, str]
+    transfer: str
+    lost: str
+    first_movement: int
+    first_batch: int
 
     @property
     def net(self) -> int:
@@ -604,123 +697,158 @@ class ReconcileWorld:
 
 
 RECONCILE_CHECKS = (
-    Check("one_adjustment_per_sku", "no SKU adjusted more than once and no SKU off the count adjusted", guard=True),
-    Check("quantities_match", "every counted SKU's on-hand equals its counted quantity", 2.0),
-    Check("count_reconciled", "the cycle count's status is 'reconciled'"),
-    Check("answer_net", "the answer states the signed net change of the adjustments"))
+    Check("one_adjustment_per_sku", "No SKU has more than one cycle-count adjustment and no SKU off the count has one.",
+          guard=True),
+    Check("quantities_match", "Every counted SKU's primary on-hand equals its counted quantity.", 2.0),
+    Check("transfer_received", "The arrived inbound transfer was received."),
+    Check("count_reconciled", "The cycle count's status is 'reconciled'."),
+    Check("answer_net", "The answer states the signed net change of the adjustments."),
+)
 
 
 def stock_reconcile(rng: ItemRng) -> AgTask:
-    """Post a cycle count exactly once per SKU against a stale replica, a rate limit and an ambiguous timeout."""
+    """Post a cycle count once per SKU against a stale replica, an unreceived transfer, a window and a lost reply."""
     world = _reconcile_world(rng)
-    reference, wasteful = _reconcile_scripts(world)
-    return AgTask(prompt=_reconcile_prompt(world),
-                  make_env=lambda: InventoryEnv(world.data, world.replica, {world.applied}, {world.dropped} - {None},
-                                                world.throttled + 1, world.retry_after),
-                  checks=RECONCILE_CHECKS, evaluate=lambda env, answer: _check_reconcile(world, env, answer),
-                  reference=reference, wasteful=wasteful)
+    reference = _reconcile_reference(world)
+    return AgTask(prompt=_reconcile_prompt(world), make_env=lambda: InventoryEnv(world), checks=RECONCILE_CHECKS,
+                  evaluate=lambda env, answer: _check_reconcile(world, env, answer), reference=reference,
+                  wasteful=_reconcile_wasteful(world, reference))
+
+
+def _count_line(rng: ItemRng, kind: str) -> tuple[int, int, int, int]:
+    """(primary on-hand, recent movement the replica misses, counted, transfer quantity) for one counted SKU."""
+    primary = rng.randint(30, 400)
+    recent = rng.choice([-1, 1]) * rng.randint(4, 40) if kind.startswith("stale") else 0
+    off = 0
+    while off == 0 or (kind == "stale_diff" and off == -recent):
+        off = rng.choice([-1, 1]) * rng.randint(1, 11)
+    quantity = rng.randint(6, 24) if kind == "transfer" else 0
+    counted = {"plain": primary + off, "stale_diff": primary + off, "stale_match": primary,
+               "stale_looks_ok": primary - recent, "match": primary,
+               "transfer": primary + quantity + rng.choice([0, 0, off])}[kind]
+    return primary, recent, counted, quantity
 
 
 def _reconcile_world(rng: ItemRng) -> ReconcileWorld:
-    """The count sheet, the primary and replica ledgers, and the faults the adjustments meet."""
-    warehouse = rng.choice(WAREHOUSES)
-    count_id = f"CC-{rng.randint(1000, 9999)}"
-    # a: plain adjustment; b: stale replica and a different delta; c: stale replica, no adjustment needed;
-    # d: stale replica already showing the count, adjustment needed; e: nothing to do.
-    kinds = ["a", "a", "b", "d", "c", rng.choice(["a", "e"])]
+    """The count sheet, the ledger's movements, the replica's lag, the arrived transfer and the lost reply."""
+    month, day = rng.randint(2, 11), rng.randint(1, 28)
+    start = datetime(2026, month, day, 10, rng.randint(0, 50), rng.randint(0, 59))
+    as_of = start - timedelta(seconds=rng.randint(300, 560))
+    count_id, transfer_id = f"CC-{rng.randint(1000, 9999)}", f"TR-{rng.randint(10000, 99999)}"
+    kinds = ["transfer", "stale_diff", "stale_diff", "stale_match", "stale_looks_ok", "match", "match"]
+    kinds += ["plain"] * (N_COUNTED - len(kinds))
     rng.shuffle(kinds)
-    while True:
-        lines = _count_lines(rng, kinds)
-        net = sum(counted - primary for primary, _, counted in lines)
-        if net != 0:
-            break
-    n_other = rng.randint(3, 5)
-    names = rng.sample(PRODUCTS, len(kinds) + n_other)
-    skus = [f"{rng.choice(PREFIXES)}-{n}" for n in distinct_ints(rng, 1000, 9999, len(kinds) + n_other)]
-    counted_skus = skus[:len(kinds)]
-    stock, replica = {}, {}
+    names = rng.sample(PRODUCTS, N_COUNTED + N_OTHER)
+    skus = [f"{rng.choice(PREFIXES)}-{n}" for n in distinct_ints(rng, 1000, 9999, N_COUNTED + N_OTHER)]
+    stock, movements, counted, delta, kind_of = {}, {}, {}, {}, {}
+    numbers = iter(range(rng.randint(2000, 6000), 10**6))
     for index, (sku, name) in enumerate(zip(skus, names)):
-        if index < len(kinds):
-            primary, stale, _ = lines[index]
-        else:
-            primary = rng.randint(0, 400)
-            stale = max(0, primary - rng.choice([0, 0, rng.randint(-20, 20)]))
-        stock[sku], replica[sku] = {"name": name, "on_hand": primary}, stale
+        kind = kinds[index] if index < N_COUNTED else rng.choice(["plain", "stale_diff"])
+        primary, recent, count, quantity = _count_line(rng, kind)
+        older = rng.choice([0, rng.randint(-30, 60)])
+        for amount, at in ((older, as_of - timedelta(seconds=rng.randint(600, 5000))),
+                           (recent, as_of + timedelta(seconds=rng.randint(20, 280)))):
+            if amount:
+                movements[f"MV-{next(numbers)}"] = {"sku": sku, "delta": amount, "kind": "receipt" if amount > 0
+                                                    else "pick", "ref": f"{'PO' if amount > 0 else 'SO'}-"
+                                                    f"{rng.randint(10000, 99999)}", "batch_id": None,
+                                                    "at": _stamp(at)}
+        stock[sku] = {"name": name, "opening": primary - older - recent}
+        if index < N_COUNTED:
+            counted[sku], delta[sku], kind_of[sku] = count, count - primary - quantity, kind
+            if kind == "transfer":
+                transfer = {"sku": sku, "quantity": quantity, "from": rng.choice(WAREHOUSES),
+                            "shipped_at": _stamp(start - timedelta(days=2, minutes=rng.randint(0, 600))),
+                            "arrived_at": _stamp(start - timedelta(hours=3, minutes=rng.randint(0, 90))),
+                            "status": "arrived"}
     order = list(stock)
-    rng.shuffle(order)  # the listing order is not the count sheet's order
-    stock = {sku: stock[sku] for sku in order}
-    counted = {sku: lines[i][2] for i, sku in enumerate(counted_skus)}
-    delta = {sku: counted[sku] - lines[i][0] for i, sku in enumerate(counted_skus)}
-    applied, dropped, plan = _adjustment_faults(rng, dict(zip(counted_skus, kinds)), delta)
-    clean_calls = [i for i, (sku, outcome) in enumerate(plan) if outcome == "ok" and sku != dropped]
-    throttled = rng.choice(clean_calls)
-    data = {"stock": stock, "movements": {},
-            "counts": {count_id: {"warehouse": warehouse, "status": "open", "lines": dict(counted)}}}
-    return ReconcileWorld(count_id, warehouse, data, replica, counted, delta, plan, applied, dropped, throttled,
-                          rng.randint(2, 9))
-
-
-def _adjustment_faults(rng: ItemRng, kind_of: dict[str, str], delta: dict[str, int]
-                       ) -> tuple[str, str | None, list[tuple[str, str]]]:
-    """One adjustment times out after applying, on a SKU whose replica value differs from the count (so checking
-    the replica always misleads); maybe one times out before applying (never the first, so re-reading it follows
-    a state change); returns both and the reference's (sku, outcome) per adjust_stock call."""
-    adjusting = [sku for sku in kind_of if delta[sku] != 0]
-    applied = rng.choice([sku for sku in adjusting if kind_of[sku] in "ab"])
-    dropped = rng.choice([None] + [s for s in adjusting[1:] if s != applied])
-    plan: list[tuple[str, str]] = []
-    for sku in adjusting:
-        plan.append((sku, "applied" if sku == applied else "dropped" if sku == dropped else "ok"))
-        if sku == dropped:
-            plan.append((sku, "ok"))
-    return applied, dropped, plan
+    rng.shuffle(order)
+    movements = dict(sorted(movements.items(), key=lambda m: m[1]["at"]))
+    adjusting = [s for s in counted if delta[s]]
+    lost = adjusting[MAX_LINES + 1]  # the second line of the reference's second request
+    data = {"stock": {s: stock[s] for s in order}, "movements": movements, "transfers": {transfer_id: transfer},
+            "receipts": {}, "requests": {}, "waits": {},
+            "counts": {count_id: {"count_id": count_id, "warehouse": rng.choice(WAREHOUSES), "status": "open",
+                                  "counted_at": _stamp(start - timedelta(minutes=rng.randint(25, 90))),
+                                  "lines": [{"sku": s, "counted": n} for s, n in counted.items()]}}}
+    return ReconcileWorld(count_id, data["counts"][count_id]["warehouse"], start, as_of, data, counted, delta,
+                          kind_of, transfer_id, lost, next(numbers) + 1000, rng.randint(100, 899))
 
 
 def _reconcile_prompt(world: ReconcileWorld) -> str:
-    """The count sheet and the audit rules."""
-    stock, count_id = world.data["stock"], world.count_id
-    sheet = "\n".join(f"- {sku} ({stock[sku]['name']}): counted {n}" for sku, n in world.counted.items())
     return (
-        f"You are posting cycle count {count_id} for {world.warehouse}. The physical count found:\n{sheet}\n\n"
-        f"Post stock adjustments (adjust_stock, referencing {count_id}) so that the system on-hand quantity of "
-        f"every counted SKU equals its counted quantity. Audit rules: each SKU gets at most one cycle-count "
-        f"adjustment (no corrections, no split or repeated adjustments; a SKU that already matches gets none), "
-        f"and SKUs not on this count must not be touched. Receiving and picking were posting movements until "
-        f"a few minutes ago, and the inventory service is under load. When every counted SKU matches, set the "
-        f"count's status to 'reconciled'.\n\n"
-        f"When you are done, call submit with the net change in units made by your adjustments (the sum of their "
-        f"deltas) as a signed integer, e.g. -4 or +9.")
+        f"You are posting cycle count {world.count_id} for {world.warehouse}; its lines give the units physically "
+        "counted. Post it so that the system on-hand quantity of every counted SKU equals what was counted, "
+        "following the inventory service's cycle-count rules (describe_api): one adjustment per SKU that differs, "
+        "none for SKUs outside the count. When every counted SKU matches, set the count's status to 'reconciled'."
+        "\n\nWhen you are done, call submit with the net change in units made by your adjustments (the sum of their "
+        "deltas) as a signed integer, e.g. -4 or +9.")
 
 
 def _check_reconcile(world: ReconcileWorld, env: InventoryEnv, answer: str | None) -> dict[str, bool]:
-    """The reconciliation checks on the movements, the stock and the answer."""
-    counted = world.counted
-    moved: dict[str, int] = {}
+    adjusted: dict[str, int] = {}
     for movement in env.state["movements"].values():
-        moved[movement["sku"]] = moved.get(movement["sku"], 0) + 1
+        if movement["kind"] == "cycle_count":
+            adjusted[movement["sku"]] = adjusted.get(movement["sku"], 0) + 1
     return {
-        "one_adjustment_per_sku": all(n == 1 for n in moved.values()) and set(moved) <= set(counted),
-        "quantities_match": all(env.state["stock"][s]["on_hand"] == counted[s] for s in counted),
+        "one_adjustment_per_sku": all(n == 1 for n in adjusted.values()) and set(adjusted) <= set(world.counted),
+        "quantities_match": all(env._on_hand(s) == n for s, n in world.counted.items()),
+        "transfer_received": world.transfer in env.state["receipts"],
         "count_reconciled": env.state["counts"][world.count_id]["status"] == "reconciled",
         "answer_net": world.net in signed_integers(answer or ""),
     }
 
 
-def _reconcile_scripts(world: ReconcileWorld) -> tuple[tuple[Call, ...], tuple[Call, ...]]:
-    """The efficient agent's calls (waiting out the rate limit, checking the primary after a timeout), and a
-    wasteful one that sets a needless status and rereads."""
-    count_id = world.count_id
-    reads = [Call("get_stock", {"sku": sku, "consistent": True}) for sku in world.counted]
-    reference: list[Call] = list(reads)
-    for index, (sku, outcome) in enumerate(world.plan):
-        adjust = Call("adjust_stock", {"sku": sku, "delta": world.delta[sku], "count_id": count_id})
-        if index == world.throttled:
-            reference += [adjust, Call("wait", {"seconds": world.retry_after})]
-        reference.append(adjust)
-        if outcome in ("applied", "dropped"):  # no reply: check the primary before deciding to retry
-            reference.append(Call("get_stock", {"sku": sku, "consistent": True}))
-    closing = [Call("set_count_status", {"count_id": count_id, "status": "reconciled"}),
-               Call("submit", {"answer": f"Net change: {world.net:+d} units"})]
-    wasteful = ([Call("set_count_status", {"count_id": count_id, "status": "in_progress"})] + reads + reads[:2]
-                + reference[len(reads):])
-    return tuple(reference + closing), tuple(wasteful + closing)
+def _reconcile_reference(world: ReconcileWorld) -> tuple[Call, ...]:
+    """The efficient agent, played against a fresh environment: read the rules, the sheet and every counted SKU on
+    the primary; receive the arrived transfer and re-read its SKU; post the differences in requests that fit the
+    window, waiting it out when full; after the lost reply list the count's movements and post only what is
+    missing."""
+    env = InventoryEnv(world)
+    calls: list[Call] = []
+
+    def do(name: str, **args: Any) -> Any:
+        calls.append(Call(name, args))
+        try:
+            return env.call(name, args)
+        except ToolError as failure:
+            return failure
+
+    for topic in STOCK_DOCS:
+        do("describe_api", topic=topic)
+    for page in range(1, -(-N_COUNTED // PAGE) + 1):
+        do("get_count", count_id=world.count_id, page=page)
+    for sku in world.counted:
+        do("get_stock", sku=sku, consistent=True)
+    sku = world.data["transfers"][world.transfer]["sku"]
+    do("get_transfer", transfer_id=world.transfer)
+    do("receive_transfer", transfer_id=world.transfer)
+    do("get_stock", sku=sku, consistent=True)
+    pending = [{"sku": s, "delta": d} for s, d in world.delta.items() if d]
+    left = LINE_QUOTA
+    while pending:
+        if not left:
+            do("wait", seconds=WINDOW_S)
+            left = LINE_QUOTA
+        lines = pending[:min(MAX_LINES, left)]
+        result = do("post_adjustments", count_id=world.count_id, lines=lines)
+        left -= len(lines)
+        done = len(lines)
+        if isinstance(result, ToolError):
+            do("list_movements", count_id=world.count_id, page=1)
+            done = next(i for i, line in enumerate(lines) if line["sku"] == world.lost) + 1
+        pending = pending[done:]
+    do("set_count_status", count_id=world.count_id, status="reconciled")
+    calls.append(Call("submit", {"answer": f"Net change: {world.net:+d} units"}))
+    return tuple(calls)
+
+
+def _reconcile_wasteful(world: ReconcileWorld, reference: tuple[Call, ...]) -> tuple[Call, ...]:
+    """The reference with repeated reads and a needless status set first."""
+    calls = list(reference)
+    first = next(i for i, c in enumerate(calls) if c.name == "get_stock")
+    calls.insert(first + 1, calls[first])
+    page = next(i for i, c in enumerate(calls) if c.name == "get_count")
+    calls.insert(page + 1, calls[page])
+    calls.insert(0, Call("set_count_status", {"count_id": world.count_id, "status": "in_progress"}))
+    return tuple(calls)
