@@ -192,7 +192,8 @@ def test_settlement_traps_bite():
 # An independent reconcile solver and its naive variants.
 
 
-def reconcile(task: AgTask, *, reads="primary", transfer="receive_first", on_lost="check", on_limit="status") -> dict:
+def reconcile(task: AgTask, *, reads="primary", transfer="receive_first", on_lost="check", on_limit="status",
+              bins="sum") -> dict:
     """Post the count from the prompt and tool outputs; each keyword's default is the careful behaviour."""
     episode = Episode(task, STOCK)
     count_id = re.search(r"cycle count (CC-\d+)", task.prompt).group(1)
@@ -201,7 +202,9 @@ def reconcile(task: AgTask, *, reads="primary", transfer="receive_first", on_los
     sheet, _ = act(episode, "get_count", count_id=count_id, page=1)
     lines = [line for p in range(1, sheet["pages"] + 1) for line in act(episode, "get_count", count_id=count_id,
                                                                           page=p)[0]["lines"]]
-    counted = {line["sku"]: line["counted"] for line in lines}
+    counted: dict[str, int] = {}
+    for line in lines:  # one line per bin: a SKU's count is the sum of its lines ('last' keeps only the last)
+        counted[line["sku"]] = line["counted"] + (counted.get(line["sku"], 0) if bins == "sum" else 0)
     if reads == "replica":
         first, _ = act(episode, "list_stock", page=1)
         on_hand = {r["sku"]: r["on_hand"] for p in range(1, first["pages"] + 1)
@@ -252,8 +255,8 @@ def test_an_independent_reconcile_solver_succeeds():
 
 
 def test_reconcile_traps_bite():
-    """Replica reads, a delta worked out before the transfer is received, a blind repost after the lost reply and
-    retrying a full window without waiting each fail a check."""
+    """Replica reads, a delta worked out before the transfer is received, a blind repost after the lost reply,
+    retrying a full window without waiting and counting one bin of a SKU counted in two each fail a check."""
     for seed in range(SEEDS):
         task = generate(STOCK, seed)
         replica = reconcile(task, reads="replica")
@@ -264,6 +267,8 @@ def test_reconcile_traps_bite():
         assert not blind["checks"]["one_adjustment_per_sku"] and blind["score"] == 0.0, seed
         hammer = reconcile(task, on_limit="retry")
         assert not hammer["checks"]["quantities_match"], seed
+        one_bin = reconcile(task, bins="last")
+        assert not one_bin["checks"]["quantities_match"], seed
 
 
 def test_answer_parsing_reads_signs_and_money():

@@ -59,8 +59,10 @@ SETTLEMENT_DOCS = {
         "posted) to the customer's default payment method, with idempotency_key '<batch_id>:<invoice_id>'. To "
         "make a new attempt for an invoice whose key already holds a final outcome, use '<batch_id>:<invoice_id>:rN' "
         "with N = 2, 3, ... A successful charge posts its payment to the ledger in the same call. Every captured "
-        "transaction must be posted to the ledger exactly once (record_payment posts one that is not). A batch is "
-        "'settled' when every invoice is paid, otherwise 'needs_attention'. Settlement jobs log their runs "
+        "transaction must be posted to the ledger exactly once (record_payment posts one that is not). An invoice is "
+        "left open only when the processor declines a request made in this run; an outcome replayed from an "
+        "earlier request is not such a decline. A batch is 'settled' when every invoice is paid, otherwise "
+        "'needs_attention'. Settlement jobs log their runs "
         "(get_job)."),
     "gateway": (
         "Payment gateway. An idempotency key is remembered for 24 hours with the outcome of its first request, "
@@ -491,8 +493,9 @@ STOCK_DOCS = {
         "window is rejected whole (429, nothing applied). '504 gateway timeout' means the reply was lost: any "
         "prefix of the request's lines may have been applied. service_status shows the window."),
     "counts": (
-        "Cycle counts. A count's lines give the units physically counted. Each counted SKU that differs gets one "
-        "cycle-count adjustment of counted minus on_hand; never a second one for the same SKU and count, and no "
+        "Cycle counts. A count's lines give the units physically counted, one line per bin; a SKU counted in "
+        "several bins has several lines, and its counted quantity is their sum. Each counted SKU that differs gets "
+        "one cycle-count adjustment of counted minus on_hand; never a second one for the same SKU and count, and no "
         "adjustment for a SKU outside the count. Goods of an inbound transfer with status 'arrived' are on the "
         "shelf and were counted, but are not in on_hand until the transfer is received (receive_transfer), and a "
         "SKU with an arrived transfer cannot be adjusted until then. When every counted SKU matches its count, set "
@@ -734,6 +737,7 @@ def _reconcile_world(rng: ItemRng) -> ReconcileWorld:
     month, day = rng.randint(2, 11), rng.randint(1, 28)
     start = datetime(2026, month, day, 10, rng.randint(0, 50), rng.randint(0, 59))
     as_of = start - timedelta(seconds=rng.randint(300, 560))
+    counted_at = start - timedelta(seconds=rng.randint(60, 150))  # after every movement the replica misses
     count_id, transfer_id = f"CC-{rng.randint(1000, 9999)}", f"TR-{rng.randint(10000, 99999)}"
     kinds = ["transfer", "stale_diff", "stale_diff", "stale_match", "stale_looks_ok", "match", "match"]
     kinds += ["plain"] * (N_COUNTED - len(kinds))
@@ -747,7 +751,7 @@ def _reconcile_world(rng: ItemRng) -> ReconcileWorld:
         primary, recent, count, quantity = _count_line(rng, kind)
         older = rng.choice([0, rng.randint(-30, 60)])
         for amount, at in ((older, as_of - timedelta(seconds=rng.randint(600, 5000))),
-                           (recent, as_of + timedelta(seconds=rng.randint(20, 280)))):
+                           (recent, counted_at - timedelta(seconds=rng.randint(10, 120)))):
             if amount:
                 movements[f"MV-{next(numbers)}"] = {"sku": sku, "delta": amount, "kind": "receipt" if amount > 0
                                                     else "pick", "ref": f"{'PO' if amount > 0 else 'SO'}-"
@@ -769,10 +773,23 @@ def _reconcile_world(rng: ItemRng) -> ReconcileWorld:
     data = {"stock": {s: stock[s] for s in order}, "movements": movements, "transfers": {transfer_id: transfer},
             "receipts": {}, "requests": {}, "waits": {},
             "counts": {count_id: {"count_id": count_id, "warehouse": rng.choice(WAREHOUSES), "status": "open",
-                                  "counted_at": _stamp(start - timedelta(minutes=rng.randint(25, 90))),
-                                  "lines": [{"sku": s, "counted": n} for s, n in counted.items()]}}}
+                                  "counted_at": _stamp(counted_at),
+                                  "lines": _sheet(rng, counted, kind_of)}}}
     return ReconcileWorld(count_id, data["counts"][count_id]["warehouse"], start, as_of, data, counted, delta,
                           kind_of, transfer_id, lost, next(numbers) + 1000, rng.randint(100, 899))
+
+
+def _sheet(rng: ItemRng, counted: dict[str, int], kind_of: dict[str, str]) -> list[dict[str, Any]]:
+    """The count sheet: one line per bin counted; one SKU was counted in two bins, its lines apart."""
+    lines = [{"sku": s, "bin": f"{rng.choice('ABCDEFGH')}-{rng.randint(1, 40):02d}-{rng.randint(1, 6)}", "counted": n}
+             for s, n in counted.items()]
+    split = rng.choice([i for i, s in enumerate(counted) if kind_of[s] == "plain"])
+    first = rng.randint(1, lines[split]["counted"] - 1)
+    second = {**lines[split], "bin": f"{rng.choice('JKLMN')}-{rng.randint(1, 40):02d}-{rng.randint(1, 6)}",
+              "counted": lines[split]["counted"] - first}
+    lines[split]["counted"] = first
+    lines.insert(rng.randint(min(split + 2, len(lines)), len(lines)), second)
+    return lines
 
 
 def _reconcile_prompt(world: ReconcileWorld) -> str:
@@ -816,7 +833,7 @@ def _reconcile_reference(world: ReconcileWorld) -> tuple[Call, ...]:
 
     for topic in STOCK_DOCS:
         do("describe_api", topic=topic)
-    for page in range(1, -(-N_COUNTED // PAGE) + 1):
+    for page in range(1, -(-len(world.data["counts"][world.count_id]["lines"]) // PAGE) + 1):
         do("get_count", count_id=world.count_id, page=page)
     for sku in world.counted:
         do("get_stock", sku=sku, consistent=True)
