@@ -480,7 +480,8 @@ ORDER_CHECKS = (
     Check("one_order", "Exactly one order of the cart is placed (not cancelled), to the address the prompt names."),
     Check("products", "The order carries every cart line once in its quantity, a discontinued product replaced by its "
                       "active successor."),
-    Check("feasible", "Every shipment arrives by the cart's delivery date."),
+    Check("feasible", "Every line ships whole from one warehouse and every shipment arrives by the cart's delivery "
+                      "date."),
     Check("optimal", "The order is right and feasible and its shipping charge is the lowest the rules allow.", 2.0),
     Check("holds", "No stock of the cart is left held outside the order."),
     Check("answer", "The answer names the order and states its shipping charge."),
@@ -512,11 +513,14 @@ def _check_order(plan: dict[str, Any], env: Environment, answer: str | None) -> 
     placed = [o for o in state["orders"].values() if o["cart_id"] == plan["cart_id"] and o["status"] == "placed"]
     order = placed[0] if len(placed) == 1 else None
     lines: dict[str, int] = {}
+    shipped = []
     for shipment in order["shipments"] if order else []:
         for line in shipment["lines"]:
             lines[line["sku"]] = lines.get(line["sku"], 0) + line["quantity"]
+            shipped.append(line["sku"])
     products = order is not None and lines == {s: plan["quantity"][s] for s in plan["final"]}
-    feasible = order is not None and all(s["arrives"] <= plan["deliver_by"] for s in order["shipments"])
+    feasible = order is not None and len(shipped) == len(set(shipped)) and all(
+        s["arrives"] <= plan["deliver_by"] for s in order["shipments"])  # whole lines, each arriving in time
     return {
         "one_order": order is not None and order["address_id"] == plan["address_id"],
         "products": products,
