@@ -1,12 +1,11 @@
-"""Tool orchestration: reach a goal through several mock service APIs whose calls need ids and facts from earlier
-calls, with traps (successor products, reserved stock, void promotions, retired groups, namesakes) that only a
-careful reading of each result avoids."""
+"""Tool orchestration (ESAC-AG 2.0): long workflows over several mock services whose ids and rules are found only by
+exploring (paged listings, detail views, a describe_api tool), where early actions constrain later ones (stock holds,
+approvals that gate joins), and whose goal includes an optimum that the checks compare with the generator's own."""
 
 from __future__ import annotations
 
 import copy
-import re
-import unicodedata
+import itertools
 from datetime import date, timedelta
 from typing import Any
 
@@ -15,11 +14,8 @@ from esac_kit.ag.env import Environment, ToolError, tool
 from esac_kit.ag.task import AgTask, Call, Check
 from esac_kit.rng import ItemRng
 
-MAX_QUANTITY = 999
-MAX_ITEMS = 20
 
-
-# ---------------------------------------------------------------- argument checks
+# ---------------------------------------------------------------- shared helpers
 
 
 def _text(value: Any, what: str) -> str:
@@ -32,375 +28,291 @@ def _text(value: Any, what: str) -> str:
     return cleaned
 
 
+def _paged(rows: list[Any], page: int, size: int) -> dict[str, Any]:
+    """One page of a listing (pages count from 1)."""
+    pages = max(1, -(-len(rows) // size))
+    if not 1 <= page <= pages:
+        raise ToolError(f"page must be between 1 and {pages}")
+    return {"page": page, "pages": pages, "rows": rows[(page - 1) * size:page * size]}
+
+
 # ---------------------------------------------------------------- task 1: order fulfilment
 
 SHOPS = ["Northwind Home", "Kestrel Supply Co.", "Bramble & Finch", "Harbor Goods", "Larkspur Living",
          "Copperleaf Outfitters"]
-WAREHOUSES = [("WH-RNO", "Reno"), ("WH-ATL", "Atlanta"), ("WH-CMH", "Columbus"), ("WH-DFW", "Dallas"),
-              ("WH-PDX", "Portland"), ("WH-EWR", "Newark"), ("WH-MCI", "Kansas City")]
-CATEGORY_NOUNS = {"Audio": ["Speaker", "Headphones", "Soundbar", "Turntable"],
-                  "Kitchen": ["Kettle", "Blender", "Coffee Grinder", "Toaster"],
-                  "Office": ["Desk Lamp", "Monitor Arm", "Label Printer", "Shredder"],
-                  "Outdoor": ["Lantern", "Camp Stove", "Cooler", "Hammock"],
-                  "Home": ["Air Purifier", "Humidifier", "Space Heater", "Robot Vacuum"]}
+WAREHOUSE_POOL = [("WH-RNO", "Reno"), ("WH-ATL", "Atlanta"), ("WH-CMH", "Columbus"), ("WH-DFW", "Dallas"),
+                  ("WH-PDX", "Portland"), ("WH-EWR", "Newark"), ("WH-MCI", "Kansas City"), ("WH-SLC", "Salt Lake City"),
+                  ("WH-PHX", "Phoenix")]
+NOUNS = ["Speaker", "Headphones", "Soundbar", "Kettle", "Blender", "Coffee Grinder", "Desk Lamp", "Monitor Arm",
+         "Label Printer", "Lantern", "Cooler", "Hammock", "Air Purifier", "Humidifier", "Robot Vacuum", "Tent"]
+HAZMAT_NOUNS = ["Power Bank", "Camp Stove Fuel", "Lithium Battery Pack", "Aerosol Cleaner", "Butane Refill"]
 BRANDS = ["Alder", "Nova", "Summit", "Quill", "Ember", "Tidal", "Cobalt", "Juniper", "Vireo", "Atlas", "Birch",
           "Halcyon"]
-CUSTOMER_FIRST = ["Amara", "Bruno", "Chloe", "Dmitri", "Esther", "Farid", "Greta", "Hiro", "Ines", "Jonah", "Keiko",
-                  "Lorenzo", "Maya", "Nikhil", "Olga", "Pablo", "Rosa", "Soren", "Tamsin", "Uriel"]
-CUSTOMER_LAST = ["Abbott", "Brennan", "Castillo", "Dvorak", "Eriksen", "Fontaine", "Gallagher", "Haddad", "Iwata",
-                 "Jensen", "Kowalski", "Lindgren", "Moreau", "Nakamura", "Okoro", "Petrov", "Quintero", "Rasmussen"]
+FIRST = ["Amara", "Bruno", "Chloe", "Dmitri", "Esther", "Farid", "Greta", "Hiro", "Ines", "Jonah", "Keiko",
+         "Lorenzo", "Maya", "Nikhil", "Olga", "Pablo", "Rosa", "Soren", "Tamsin", "Uriel"]
+LAST = ["Abbott", "Brennan", "Castillo", "Dvorak", "Eriksen", "Fontaine", "Gallagher", "Haddad", "Iwata",
+        "Jensen", "Kowalski", "Lindgren", "Moreau", "Nakamura", "Okoro", "Petrov", "Quintero", "Rasmussen"]
 MAIL_DOMAINS = ["example.com", "mailbox.test", "inbox.example", "post.example.org"]
 ADDRESS_LABELS = ["home", "office", "studio", "cabin", "workshop", "parents"]
 CITIES = ["Boise", "Tucson", "Madison", "Raleigh", "Omaha", "Spokane", "Savannah", "Albany", "Fresno", "Tulsa"]
 STREETS = ["Maple Ave", "Harbor St", "Elm Rd", "Cedar Ln", "Ridge Way", "Mill St", "Lake Dr", "Orchard Ct"]
-PROMO_WORDS = ["SPRING", "WELCOME", "LOYAL", "BUNDLE", "AUTUMN", "THANKS", "VIP", "HOLIDAY", "FLASH", "SAVE",
-               "FRIENDS", "BACK"]
-TIER_PERCENT = {"standard": 0, "silver": 5, "gold": 10, "platinum": 15}
+MAX_SHIPMENTS = 3
+WAREHOUSE_PAGE = 3
+RATE_COLUMNS = ["zone", "base_cents", "per_kg_cents", "transit_days"]
+MAX_PLANS = 6000  # assignments the generator enumerates; denser instances are redrawn
 
-ITEMS_SCHEMA = {"type": "array", "description": "Products and quantities, each product listed once.",
-                "items": {"type": "object", "properties": {"sku": {"type": "string"}, "quantity": {"type": "integer"}},
-                          "required": ["sku", "quantity"], "additionalProperties": False}}
-SHIPMENTS_SCHEMA = {
-    "type": "array", "description": "One shipment per warehouse.",
-    "items": {"type": "object", "properties": {
-        "warehouse_id": {"type": "string"}, "quote_id": {"type": "string", "description": "From quote_shipping."},
-        "items": ITEMS_SCHEMA}, "required": ["warehouse_id", "quote_id", "items"], "additionalProperties": False}}
-
-
-def _unit_price(list_cents: int, tier: str) -> int:
-    """The tier-discounted unit price, rounded half up to the cent."""
-    return (list_cents * (100 - TIER_PERCENT[tier]) + 50) // 100
-
-
-def _shipping_cents(rate: list[int], weight_g: int) -> int:
-    """Base fee plus a per-kilogram fee for every started kilogram (at least one)."""
-    return rate[0] + rate[1] * max(1, -(-weight_g // 1000))
-
-
-def _promo_outcome(promo: dict[str, Any], tier: str, lines: list[tuple[str, int, int]], today: date
-                   ) -> tuple[int, str | None]:
-    """A promotion's discount on priced lines (category, quantity, unit price), or 0 and why it does not apply."""
-    if today > date.fromisoformat(promo["expires"]):
-        return 0, f"expired on {promo['expires']}"
-    if tier not in promo["tiers"]:
-        return 0, f"not available to {tier} customers"
-    subtotal = sum(q * u for _, q, u in lines)
-    if subtotal < promo["min_subtotal_cents"]:
-        return 0, "merchandise subtotal is below the promotion's minimum"
-    if promo["kind"] == "amount":
-        return min(promo["amount_cents"], subtotal), None
-    base = sum(q * u for category, q, u in lines if promo["category"] in (None, category))
-    if base == 0:
-        return 0, f"no items in category {promo['category']}"
-    return (base * promo["percent"] + 50) // 100, None
+ORDER_DOCS = {
+    "fulfilment": (
+        "Fulfilment rules. An order fulfils one cart. Every cart line ships whole (all its units) from one warehouse; "
+        "the lines from one warehouse form one shipment, and an order has at most {max} shipments. A discontinued "
+        "product is never sold: order its successor (replaced_by, followed until an active product) in the line's "
+        "quantity. Hazmat products ship only from hazmat_certified warehouses. Every shipment must arrive on or "
+        "before the cart's deliver_by date. The customer pays the order's shipping charge: the sum of its "
+        "shipments' costs plus a handling fee of {fee} for every shipment beyond the first."),
+    "shipping": (
+        "Shipping. A shipment's cost to an address in zone z is 0 when the merchandise value of its lines (list "
+        "price x quantity) is at least the warehouse's free_shipping_over_cents (null: never free); otherwise "
+        "base_cents + per_kg_cents x the shipment's weight in kilograms rounded up (at least 1 kg), from the "
+        "warehouse's rate for zone z. A shipment leaves dispatch_days after today (a paused warehouse: "
+        "dispatch_days after its resumes_on date) and arrives transit_days (the zone's rate) later. get_warehouse "
+        "shows a warehouse's status, certification and rates; quote_shipment prices one shipment."),
+    "holds": (
+        "Stock holds. A warehouse's available stock of a product is on_hand minus reserved. hold_stock reserves "
+        "units of one product at one warehouse for a cart and is refused beyond the available units; release_hold "
+        "returns them. A quote covers holds of one cart at one warehouse for one address and reserves nothing more; "
+        "a quote whose hold was released is void. place_order takes one quote per shipment and is refused while "
+        "the cart has a hold that none of its quotes covers. Cancelling an order releases its holds."),
+}
 
 
-def _shop_world(rng: ItemRng) -> dict[str, Any]:
-    """A seeded shop whose traps all hold; drafts that miss one are redrawn from the same stream."""
+def _ship_cost(warehouse: dict[str, Any], zone: int, weight_g: int, value_cents: int) -> int:
+    """One shipment's cost under the documented rate card."""
+    free = warehouse["free_shipping_over_cents"]
+    if free is not None and value_cents >= free:
+        return 0
+    _, base, per_kg, _ = warehouse["rates"][zone - 1]
+    return base + per_kg * max(1, -(-weight_g // 1000))
+
+
+def _arrival(warehouse: dict[str, Any], zone: int, today: date) -> date:
+    """When a shipment from the warehouse reaches the zone."""
+    start = date.fromisoformat(warehouse["resumes_on"]) if warehouse["status"] == "paused" else today
+    return start + timedelta(days=warehouse["dispatch_days"] + warehouse["rates"][zone - 1][3])
+
+
+def _order_world(rng: ItemRng) -> dict[str, Any]:
+    """A seeded shop whose cheapest feasible plan beats the obvious ones; drafts that do not are redrawn."""
     while True:
-        world = _draft_shop_world(rng)
+        world = _draft_order(rng)
         if world is not None:
             return world
 
 
-def _draft_shop_world(rng: ItemRng) -> dict[str, Any] | None:
-    """One draw of the shop, or None when a trap does not hold (a tie, a cheap alternative, a tiny discount)."""
-    today = date(2026, 1, 5) + timedelta(days=rng.randint(0, 330))
-    warehouses = rng.sample(WAREHOUSES, 4)
-    home, trap_wh, near_wh, far_wh = (w[0] for w in warehouses)
-    who = _shop_customers(rng, warehouses)
-    catalogue = _shop_catalogue(rng)
-    if catalogue is None:
-        return None
-    products, active, chain = catalogue
-    successor = chain[-1]
-    final = [active[0], active[1], successor]
+def _order_warehouses(rng: ItemRng, today: date) -> dict[str, dict[str, Any]]:
+    """Six warehouses with zone rate cards, certification, dispatch times, free-shipping levels, maybe one paused."""
+    paused = rng.randint(0, 8)  # an index past the last: no warehouse is paused
+    result = {}
+    for index, (wid, city) in enumerate(rng.sample(WAREHOUSE_POOL, 6)):
+        home = rng.randint(1, 5)
+        rates = []
+        for zone in range(1, 6):
+            d = abs(zone - home)
+            rates.append([zone, 350 + 160 * d + rng.randint(0, 25) * 10, 40 + 30 * d + rng.randint(0, 8) * 5,
+                          1 + d + rng.randint(0, 1)])
+        result[wid] = {"warehouse_id": wid, "city": city, "status": "paused" if index == paused else "active",
+                       "resumes_on": (today + timedelta(days=rng.randint(2, 6))).isoformat() if index == paused
+                       else None, "hazmat_certified": rng.randint(0, 2) > 0, "dispatch_days": rng.randint(0, 2),
+                       "free_shipping_over_cents": rng.choice([None, None, None, 50000, 70000, 90000, 120000]),
+                       "rates": rates}
+    return result
+
+
+def _order_products(rng: ItemRng, n_lines: int) -> tuple[dict[str, Any], list[str], list[str], list[str]]:
+    """The cart's products, one discontinued with a successor chain: (products, requested, final, chain)."""
+    skus = [f"SKU-{n}" for n in distinct_ints(rng, 10000, 99999, n_lines + 2)]
+    hazmat = set(rng.sample(range(n_lines), 2))
+    products: dict[str, Any] = {}
+
+    def add(sku: str, noun: str, hazardous: bool, status: str, successor: str | None) -> None:
+        products[sku] = {"sku": sku, "name": f"{rng.choice(BRANDS)} {noun} {rng.randint(2, 9)}", "status": status,
+                         "replaced_by": successor, "list_price_cents": rng.randint(15, 260) * 100 - 1,
+                         "weight_g": rng.randint(3, 80) * 100, "hazmat": hazardous}
+
+    for index, sku in enumerate(skus[:n_lines]):
+        add(sku, rng.choice(HAZMAT_NOUNS if index in hazmat else NOUNS), index in hazmat, "active", None)
+    old = rng.randint(0, n_lines - 1)
+    chain = [skus[old]] + skus[n_lines:n_lines + rng.choice([1, 1, 2])]
+    for position, sku in enumerate(chain):
+        last = position == len(chain) - 1
+        if position:
+            noun = products[chain[0]]["name"].split(" ", 1)[1].rsplit(" ", 1)[0]
+            add(sku, noun, products[chain[0]]["hazmat"], "active", None)
+        products[sku].update(status="active" if last else "discontinued", replaced_by=None if last else chain[position + 1])
+    requested = skus[:n_lines]
+    final = [chain[-1] if s == chain[0] else s for s in requested]
+    return products, requested, final, chain
+
+
+def _order_stock(rng: ItemRng, skus: list[str], warehouses: list[str], quantity: dict[str, int]
+                 ) -> dict[str, dict[str, dict[str, int]]]:
+    """Stock of every product everywhere: about half the warehouses can cover a line, some only on paper (held)."""
+    stock: dict[str, dict[str, dict[str, int]]] = {}
+    for sku in skus:
+        q = quantity.get(sku, 1)
+        stock[sku] = {}
+        for wh in warehouses:
+            if rng.randint(0, 99) < 55:
+                on_hand = q + rng.randint(0, 25)
+                reserved = rng.randint(0, on_hand - q)
+            else:
+                on_hand = rng.randint(0, q + 12)
+                reserved = rng.randint(max(0, on_hand - q + 1), on_hand) if on_hand else 0
+            stock[sku][wh] = {"on_hand": on_hand, "reserved": reserved}
+    return stock
+
+
+def _plans(final: list[str], options: dict[str, list[str]], cost) -> tuple[int, tuple[str, ...]] | None:
+    """The cheapest assignment of lines to their options with at most MAX_SHIPMENTS warehouses: (cents, plan)."""
+    best = None
+    for plan in itertools.product(*(options[s] for s in final)):
+        masks: dict[str, int] = {}
+        for index, wh in enumerate(plan):
+            masks[wh] = masks.get(wh, 0) | (1 << index)
+        if len(masks) > MAX_SHIPMENTS:
+            continue
+        total = cost(masks)
+        if best is None or total < best[0]:
+            best = (total, plan)
+    return best
+
+
+def _draft_order(rng: ItemRng) -> dict[str, Any] | None:
+    """One draw of the shop, or None when its optimum is not what a careful search alone finds."""
+    today = date(2026, 1, 5) + timedelta(days=rng.randint(0, 320))
+    deliver_by = today + timedelta(days=rng.randint(4, 6))
+    warehouses = _order_warehouses(rng, today)
+    products, requested, final, chain = _order_products(rng, rng.choice([8, 9]))
     quantity = {sku: rng.randint(1, 4) for sku in final}
-    for sku in chain[:-1]:
-        quantity[sku] = quantity[successor]
-    requested = [active[0], active[1], chain[0]]
-    rng.shuffle(requested)
-    short = rng.choice(final)  # the one line the serving warehouse cannot fill from available stock
-    stock = _shop_stock(rng, products, warehouses, quantity, final, chain, short)
-    address_id = who["address_ids"][0]
-    rates = _shop_rates(rng, warehouses, who["address_ids"], (near_wh, far_wh))
-    short_weight = products[short]["weight_g"] * quantity[short]
-    cost = {wh: _shipping_cents(rates[f"{wh}|{address_id}"], short_weight) for wh in (trap_wh, near_wh, far_wh)}
-    if not cost[trap_wh] < min(cost[near_wh], cost[far_wh]) or abs(cost[near_wh] - cost[far_wh]) < 50:
+    stock = _order_stock(rng, list(products), list(warehouses), quantity)
+    zone, fee = rng.randint(1, 5), rng.randint(5, 12) * 50
+    memo: dict[tuple[str, int], int] = {}
+
+    def cost(masks: dict[str, int]) -> int:
+        total = fee * (len(masks) - 1)
+        for wh, mask in masks.items():
+            if (wh, mask) not in memo:
+                lines = [s for i, s in enumerate(final) if mask >> i & 1]
+                memo[(wh, mask)] = _ship_cost(warehouses[wh], zone, sum(products[s]["weight_g"] * quantity[s]
+                                                                         for s in lines),
+                                              sum(products[s]["list_price_cents"] * quantity[s] for s in lines))
+            total += memo[(wh, mask)]
+        return total
+
+    def can(sku: str, wh: str, deadline: bool) -> bool:
+        shelf, site = stock[sku][wh], warehouses[wh]
+        return shelf["on_hand"] - shelf["reserved"] >= quantity[sku] and (site["hazmat_certified"] or not
+                                                                         products[sku]["hazmat"]) and (
+            not deadline or _arrival(site, zone, today) <= deliver_by)
+
+    options = {s: [wh for wh in warehouses if can(s, wh, True)] for s in final}
+    loose = {s: [wh for wh in warehouses if can(s, wh, False)] for s in final}
+    size = 1
+    for s in final:
+        size *= len(loose[s])
+    if size == 0 or size > MAX_PLANS or not all(options.values()):
         return None
-    alternative = near_wh if cost[near_wh] < cost[far_wh] else far_wh
-    lines = [(products[s]["category"], quantity[s], _unit_price(products[s]["list_price_cents"], who["tier"]))
-             for s in final]
-    offer = _shop_promos(rng, today, who["tier"], lines,
-                         sum(quantity[s] * products[s]["list_price_cents"] for s in final))
-    if offer is None:
+    best, unchecked = _plans(final, options, cost), _plans(final, loose, cost)
+    if best is None or unchecked is None or unchecked[0] > best[0] - 100:
+        return None  # ignoring the delivery date must tempt
+    greedy = {}
+    for index, sku in enumerate(final):
+        wh = min(options[sku], key=lambda w: (cost({w: 1 << index}), w))
+        greedy[wh] = greedy.get(wh, 0) | (1 << index)
+    singles = [cost({wh: (1 << len(final)) - 1}) for wh in warehouses if all(wh in options[s] for s in final)]
+    if (len(greedy) <= MAX_SHIPMENTS and cost(greedy) < best[0] + 150) or any(c < best[0] + 150 for c in singles):
         return None
-    promos, shown_codes, best, discount = offer
-
-    home_items = [s for s in final if s != short]
-    weight = sum(products[s]["weight_g"] * quantity[s] for s in home_items)
-    home_shipping = _shipping_cents(rates[f"{home}|{address_id}"], weight)
-    total = sum(q * u for _, q, u in lines) - discount + home_shipping + cost[alternative]
-    first_quote, first_order = rng.randint(1000, 8999), rng.randint(10000, 89999)
-    state = {
-        "customers": who["customers"],
-        "warehouses": {wh: {"warehouse_id": wh, "city": city} for wh, city in warehouses},
-        "products": products, "stock": stock, "promos": promos, "quotes": {}, "orders": {}}
-    plan = {
-        "shop": rng.choice(SHOPS), "customer_id": who["customer_id"], "customer_name": who["name"],
-        "email": who["email"], "label": who["label"], "address_id": address_id, "requested": requested,
-        "chain": chain, "final": final, "quantity": quantity, "short": short, "home": home,
-        "candidates": sorted([near_wh, far_wh]), "alternative": alternative, "codes": shown_codes, "best": best,
-        "discount": discount, "total": total, "warehouse_of": {s: (alternative if s == short else home) for s in final},
-        "home_items": home_items}
-    return {"state": state, "today": today, "rates": rates, "first_quote": first_quote, "first_order": first_order,
-            "plan": plan}
+    return _order_world_from(rng, today, deliver_by, warehouses, products, stock, {
+        "requested": requested, "final": final, "chain": chain, "quantity": quantity, "zone": zone, "fee": fee,
+        "options": options, "optimum": best[0], "assignment": dict(zip(final, best[1]))})
 
 
-def _shop_customers(rng: ItemRng, warehouses: list[tuple[str, str]]) -> dict[str, Any]:
-    """The customer, whose wanted address is not the default, and three others, one a namesake."""
-    home = warehouses[0][0]
-    first, last = rng.choice(CUSTOMER_FIRST), rng.choice(CUSTOMER_LAST)
-    tier = rng.choice(list(TIER_PERCENT))
+def _order_world_from(rng: ItemRng, today: date, deliver_by: date, warehouses: dict[str, Any],
+                      products: dict[str, Any], stock: dict[str, Any], plan: dict[str, Any]) -> dict[str, Any]:
+    """The customer, addresses and cart around a drawn catalogue and its optimum."""
+    first, last = rng.choice(FIRST), rng.choice(LAST)
     customer_id = f"C-{rng.randint(10000, 99999)}"
     email = f"{first.lower()}.{last.lower()}{rng.randint(2, 98)}@{rng.choice(MAIL_DOMAINS)}"
     labels = rng.sample(ADDRESS_LABELS, rng.randint(2, 3))
     address_ids = [f"A-{n}" for n in distinct_ints(rng, 1000, 9999, len(labels))]
-    addresses = []
+    addresses = {}
     for index, (label, address_id) in enumerate(zip(labels, address_ids)):
-        addresses.append({"address_id": address_id, "label": label, "default": index == 1,
-                          "street": f"{rng.randint(10, 9899)} {rng.choice(STREETS)}", "city": rng.choice(CITIES),
-                          "serving_warehouse": home if index == 0 else rng.choice([w[0] for w in warehouses])})
-    rng.shuffle(addresses)
-    customers = {customer_id: {"customer_id": customer_id, "name": f"{first} {last}", "email": email, "tier": tier,
-                               "addresses": addresses}}
-    for _ in range(3):  # other customers, one a namesake, so lookups must go by email
-        other_id = f"C-{rng.randint(10000, 99999)}"
-        if other_id in customers:
-            continue
-        other_first = first if not customers.keys() - {customer_id} else rng.choice(CUSTOMER_FIRST)
-        other_last = last if other_first == first else rng.choice(CUSTOMER_LAST)
-        customers[other_id] = {"customer_id": other_id, "name": f"{other_first} {other_last}",
-                               "email": f"{other_first.lower()}{rng.randint(100, 999)}@{rng.choice(MAIL_DOMAINS)}",
-                               "tier": rng.choice(list(TIER_PERCENT)),
-                               "addresses": [{"address_id": f"A-{rng.randint(10000, 99999)}", "label": "home",
-                                              "default": True, "street": f"{rng.randint(10, 9899)} "
-                                              f"{rng.choice(STREETS)}", "city": rng.choice(CITIES),
-                                              "serving_warehouse": rng.choice([w[0] for w in warehouses])}]}
-    return {"customer_id": customer_id, "name": f"{first} {last}", "email": email, "tier": tier,
-            "label": labels[0], "address_ids": address_ids, "customers": customers}
+        addresses[address_id] = {"address_id": address_id, "label": label, "default": index == 1,
+                                 "street": f"{rng.randint(10, 9899)} {rng.choice(STREETS)}",
+                                 "city": rng.choice(CITIES),
+                                 "zone": plan["zone"] if index == 0 else rng.randint(1, 5)}
+    order_ids = address_ids[:]
+    rng.shuffle(order_ids)
+    cart_id = f"K-{rng.randint(100000, 999999)}"
+    customers = {customer_id: {"customer_id": customer_id, "name": f"{first} {last}", "email": email,
+                               "addresses": [{"address_id": a, "label": addresses[a]["label"],
+                                              "default": addresses[a]["default"]} for a in order_ids]}}
+    lines = [{"sku": sku, "quantity": plan["quantity"][fin]} for sku, fin in zip(plan["requested"], plan["final"])]
+    carts = {cart_id: {"cart_id": cart_id, "customer_id": customer_id, "created": (today - timedelta(days=1)).isoformat(),
+                       "deliver_by": deliver_by.isoformat(), "lines": lines}}
+    shipments: dict[str, list[str]] = {}
+    for sku in plan["final"]:
+        shipments.setdefault(plan["assignment"][sku], []).append(sku)
+    plan = {**plan, "shop": rng.choice(SHOPS), "email": email, "label": labels[0], "customer_id": customer_id,
+            "address_id": address_ids[0], "cart_id": cart_id, "deliver_by": deliver_by.isoformat(),
+            "shipments": shipments}
+    state = {"customers": customers, "addresses": addresses, "carts": carts, "products": products, "stock": stock,
+             "warehouses": warehouses, "holds": {}, "released": {}, "quotes": {}, "orders": {}}
+    return {"state": state, "today": today, "plan": plan, "first_hold": rng.randint(100, 899),
+            "first_quote": rng.randint(1000, 8999), "first_order": rng.randint(10000, 89999)}
 
 
-def _shop_catalogue(rng: ItemRng) -> tuple[dict[str, dict[str, Any]], list[str], list[str]] | None:
-    """Two active requested products, a discontinued one with a successor chain, and fillers; None on a price tie."""
-    chain_length = rng.choice([1, 1, 2])  # discontinued links before the active successor
-    categories = rng.sample(list(CATEGORY_NOUNS), 4)
-    skus = [f"SKU-{n}" for n in distinct_ints(rng, 10000, 99999, 9)]
-    products: dict[str, dict[str, Any]] = {}
-
-    def add(sku: str, category: str, name: str, status: str, replaced_by: str | None, price: int) -> None:
-        products[sku] = {"sku": sku, "name": name, "category": category, "list_price_cents": price,
-                         "weight_g": rng.randint(3, 60) * 100, "status": status, "replaced_by": replaced_by}
-
-    def price() -> int:
-        return rng.randint(15, 260) * 100 - 1
-
-    active = []
-    for n in range(2):
-        category = categories[n]
-        add(skus[n], category, f"{rng.choice(BRANDS)} {rng.choice(CATEGORY_NOUNS[category])} {rng.randint(1, 6)}",
-            "active", None, price())
-        active.append(skus[n])
-    old_category = categories[rng.randint(0, 2)]
-    brand, noun, generation = rng.choice(BRANDS), rng.choice(CATEGORY_NOUNS[old_category]), rng.randint(1, 5)
-    chain = skus[2:3 + chain_length]  # discontinued..., successor
-    old_price = price()
-    for position, sku in enumerate(chain):
-        is_last = position == len(chain) - 1
-        step_price = old_price if position == 0 else max(999, old_price + rng.randint(-40, 60) * 100)
-        add(sku, old_category, f"{brand} {noun} {generation + position}", "active" if is_last else "discontinued",
-            None if is_last else chain[position + 1], step_price)
-    for sku in skus[3 + chain_length:]:
-        category = rng.choice(categories)
-        add(sku, category, f"{rng.choice(BRANDS)} {rng.choice(CATEGORY_NOUNS[category])} {rng.randint(1, 6)}",
-            rng.choice(["active", "active", "discontinued"]), None, price())
-    if products[chain[-1]]["list_price_cents"] == products[chain[0]]["list_price_cents"]:
-        return None
-    return products, active, chain
+def _hold_status(state: dict[str, Any], hold_id: str) -> str:
+    """A hold's status, derived so that no later call rewrites the hold itself: released, ordered or held."""
+    if hold_id in state["released"]:
+        return "released"
+    if any(o["status"] == "placed" and any(line["hold_id"] == hold_id for s in o["shipments"] for line in s["lines"])
+           for o in state["orders"].values()):
+        return "ordered"
+    return "held"
 
 
-def _shop_stock(rng: ItemRng, products: dict[str, Any], warehouses: list[tuple[str, str]], quantity: dict[str, int],
-                final: list[str], chain: list[str], short: str) -> dict[str, dict[str, dict[str, int]]]:
-    """Random stock everywhere, then the traps: reserved units at home, a tempting warehouse whose stock is reserved."""
-    home, trap_wh, near_wh, far_wh = (w[0] for w in warehouses)
-    stock: dict[str, dict[str, dict[str, int]]] = {}
-    for sku in products:
-        stock[sku] = {}
-        for wh, _ in warehouses:
-            on_hand = rng.randint(0, 30)
-            stock[sku][wh] = {"on_hand": on_hand, "reserved": rng.randint(0, on_hand // 2)}
-
-    def enough(sku: str, wh: str) -> None:
-        q = quantity[sku]
-        on_hand = rng.randint(q + 1, q + 30)
-        stock[sku][wh] = {"on_hand": on_hand, "reserved": rng.randint(0, on_hand - q)}
-
-    def reserved_away(sku: str, wh: str, extra: int) -> None:
-        q = quantity[sku]
-        on_hand = rng.randint(q + extra, q + extra + 15)
-        stock[sku][wh] = {"on_hand": on_hand, "reserved": on_hand - rng.randint(0, q - 1)}
-
-    for sku in final:
-        if sku == short:
-            reserved_away(sku, home, 0)
-            reserved_away(sku, trap_wh, 20)
-            enough(sku, near_wh)
-            enough(sku, far_wh)
-        else:
-            enough(sku, home)
-    for sku in chain[:-1]:
-        enough(sku, home)  # ordering the discontinued product would go through without complaint
-    return stock
-
-
-def _shop_rates(rng: ItemRng, warehouses: list[tuple[str, str]], address_ids: list[str],
-                far: tuple[str, str]) -> dict[str, list[int]]:
-    """Shipping rates per (warehouse, address); to the wanted address the tempting warehouse is the cheapest
-    alternative."""
-    rates: dict[str, list[int]] = {}
-    for addr in address_ids:
-        for wh, _ in warehouses:
-            zone = rng.randint(1, 5)
-            rates[f"{wh}|{addr}"] = [300 + 200 * zone + rng.randint(0, 150), 50 + 45 * zone + rng.randint(0, 40)]
-    home, trap_wh = warehouses[0][0], warehouses[1][0]
-    for wh, zone in ((home, 1), (trap_wh, 2), (far[0], rng.randint(3, 5)), (far[1], rng.randint(3, 5))):
-        rates[f"{wh}|{address_ids[0]}"] = [300 + 200 * zone + rng.randint(0, 150),
-                                           50 + 45 * zone + rng.randint(0, 40)]
-    return rates
-
-
-def _shop_promos(rng: ItemRng, today: date, tier: str, lines: list[tuple[str, int, int]], list_subtotal: int
-                 ) -> tuple[dict[str, dict[str, Any]], list[str], str, int] | None:
-    """An expired generous code, a category percentage and a fixed amount whose validity varies, plus decoys:
-    (promos, the customer's codes as shown, the best code, its discount), or None when the best barely wins."""
-    subtotal = sum(q * u for _, q, u in lines)
-    promo_category = rng.choice(lines)[0]
-    percent = rng.randint(10, 25)
-    category_base = sum(q * u for c, q, u in lines if c == promo_category)
-    category_discount = (category_base * percent + 50) // 100
-    if category_discount < 800:
-        return None
-    codes = [f"{word}{rng.randint(10, 40)}" for word in rng.sample(PROMO_WORDS, 3)]
-    expired_code, category_code, amount_code = codes
-    all_tiers = list(TIER_PERCENT)
-    variant = rng.choice(["amount_best", "category_best", "below_minimum", "wrong_tier"])
-    minimum = (subtotal * rng.randint(40, 90) // 100) // 1000 * 1000
-    tiers = all_tiers
-    if variant == "category_best":
-        amount = (category_discount - rng.randint(200, category_discount - 500)) // 500 * 500
-    else:  # bigger than the category discount: the winner when valid, the temptation when not
-        amount = (category_discount + rng.randint(700, 3000)) // 500 * 500
-    if variant == "below_minimum":
-        if list_subtotal - subtotal >= 1000:  # met on list prices, missed on the tier prices that count
-            minimum = (subtotal // 1000 + 1) * 1000
-        else:
-            minimum = (subtotal // 1000 + rng.randint(1, 8)) * 1000
-    if variant == "wrong_tier":
-        tiers = [t for t in all_tiers if t != tier]
-        tiers = tiers[rng.randint(0, 1):]
-    if amount < 500 or amount >= subtotal:
-        return None
-    promos = {
-        expired_code: {"code": expired_code, "kind": "percent", "percent": rng.randint(20, 30), "category": None,
-                       "amount_cents": None, "min_subtotal_cents": 0, "tiers": all_tiers,
-                       "expires": (today - timedelta(days=rng.randint(1, 12))).isoformat()},
-        category_code: {"code": category_code, "kind": "percent", "percent": percent, "category": promo_category,
-                        "amount_cents": None, "min_subtotal_cents": 0,
-                        "tiers": all_tiers if rng.randint(0, 1) else [t for t in all_tiers if t != "standard" or
-                                                                       tier == "standard"],
-                        "expires": (today + timedelta(days=rng.randint(3, 60))).isoformat()},
-        amount_code: {"code": amount_code, "kind": "amount", "percent": None, "category": None, "amount_cents": amount,
-                      "min_subtotal_cents": minimum, "tiers": tiers,
-                      "expires": (today + timedelta(days=rng.randint(0, 45))).isoformat()},
-    }
-    outcomes = {code: _promo_outcome(promos[code], tier, lines, today)[0] for code in codes}
-    best = max(codes, key=lambda code: outcomes[code])
-    if sorted(outcomes.values())[-1] - sorted(outcomes.values())[-2] < 200:
-        return None
-    for code in rng.sample(PROMO_WORDS, 2):  # codes the customer does not hold, for realism
-        decoy = f"{code}{rng.randint(41, 60)}"
-        promos[decoy] = {"code": decoy, "kind": "amount", "percent": None, "category": None,
-                         "amount_cents": rng.randint(2, 10) * 500, "min_subtotal_cents": rng.randint(5, 30) * 1000,
-                         "tiers": all_tiers, "expires": (today + timedelta(days=rng.randint(1, 90))).isoformat()}
-    shown_codes = list(codes)
-    rng.shuffle(shown_codes)
-    return promos, shown_codes, best, outcomes[best]
+HOLD_IDS = {"type": "array", "items": {"type": "string"}, "description": "Hold ids, all at this warehouse."}
 
 
 class ShopEnv(Environment):
-    """Separate mock services of an online shop: customers, catalogue, inventory, pricing, promotions, shipping
-    and orders."""
+    """Mock shop services: customers, carts, catalogue, inventory and holds, warehouses, shipping and orders."""
 
     def __init__(self, world: dict[str, Any]):
         super().__init__()
         self.state = copy.deepcopy(world["state"])
         self._today: date = world["today"]
-        self._rates: dict[str, list[int]] = world["rates"]
-        self._next_quote: int = world["first_quote"]
-        self._next_order: int = world["first_order"]
+        self._fee: int = world["plan"]["fee"]
+        self._next = {"hold": world["first_hold"], "quote": world["first_quote"], "order": world["first_order"]}
 
-    # ---- lookups shared by the tools
+    def _get(self, table: str, key: str, what: str, upper: bool = True) -> dict[str, Any]:
+        value = _text(key, what)
+        record = self.state[table].get(value.upper() if upper else value)
+        if record is None:
+            raise ToolError(f"no {what.replace('_', ' ')} '{value}'")
+        return record
 
-    def _customer(self, customer_id: str) -> dict[str, Any]:
-        customer = self.state["customers"].get(_text(customer_id, "customer_id").upper())
-        if customer is None:
-            raise ToolError(f"no customer with id '{customer_id}'")
-        return customer
+    def _new_id(self, kind: str, prefix: str) -> str:
+        number = self._next[kind]
+        self._next[kind] += 1
+        return f"{prefix}-{number}"
 
-    def _product(self, sku: str) -> dict[str, Any]:
-        product = self.state["products"].get(_text(sku, "sku").upper())
-        if product is None:
-            raise ToolError(f"no product with sku '{sku}'")
-        return product
+    @tool("Documentation of the shop's services. Topics: 'fulfilment' (what an order may contain and how it is "
+          "charged), 'shipping' (rate cards, free shipping, arrival dates), 'holds' (stock holds, quotes, orders).",
+          {"topic": {"type": "string", "enum": list(ORDER_DOCS)}})
+    def describe_api(self, topic: str) -> Any:
+        return {"topic": topic, "text": ORDER_DOCS[topic].format(max=MAX_SHIPMENTS, fee=dollars(self._fee))}
 
-    def _warehouse(self, warehouse_id: str) -> str:
-        key = _text(warehouse_id, "warehouse_id").upper()
-        if key not in self.state["warehouses"]:
-            known = ", ".join(self.state["warehouses"])
-            raise ToolError(f"no warehouse with id '{warehouse_id}' (warehouses: {known})")
-        return key
-
-    def _items(self, items: list[dict[str, Any]]) -> list[list[Any]]:
-        """Validated [sku, quantity] pairs sorted by sku."""
-        if not items:
-            raise ToolError("items is empty")
-        if len(items) > MAX_ITEMS:
-            raise ToolError(f"at most {MAX_ITEMS} items")
-        pairs: dict[str, int] = {}
-        for entry in items:
-            sku = self._product(entry["sku"])["sku"]
-            if not 1 <= entry["quantity"] <= MAX_QUANTITY:
-                raise ToolError(f"quantity of {sku} must be between 1 and {MAX_QUANTITY}")
-            if sku in pairs:
-                raise ToolError(f"{sku} is listed twice; list each product once")
-            pairs[sku] = entry["quantity"]
-        return [[sku, pairs[sku]] for sku in sorted(pairs)]
-
-    def _priced(self, tier: str, pairs: list[list[Any]]) -> list[dict[str, Any]]:
-        lines = []
-        for sku, qty in pairs:
-            product = self.state["products"][sku]
-            unit = _unit_price(product["list_price_cents"], tier)
-            lines.append({"sku": sku, "quantity": qty, "category": product["category"],
-                          "list_unit_cents": product["list_price_cents"], "unit_price_cents": unit,
-                          "line_total_cents": unit * qty})
-        return lines
-
-    # ---- tools
-
-    @tool("Customer service: find a customer by e-mail address. Returns the customer id, name, loyalty tier and "
-          "saved addresses (each with its address_id, label, whether it is the default, and the id of the warehouse "
-          "that serves it).",
+    @tool("Customers: find a customer by e-mail: id, name and saved addresses (id, label, default).",
           {"email": {"type": "string"}})
     def find_customer(self, email: str) -> Any:
         wanted = _text(email, "email").lower()
@@ -409,450 +321,506 @@ class ShopEnv(Environment):
                 return copy.deepcopy(customer)
         raise ToolError(f"no customer with e-mail '{email}'")
 
-    @tool("Catalogue service: one product by SKU: name, category, list price in cents, shipping weight in grams, "
-          "status ('active' or 'discontinued') and, for a discontinued product, replaced_by: the SKU of its successor.",
-          {"sku": {"type": "string"}})
+    @tool("Customers: one saved address in full, with its shipping zone.", {"address_id": {"type": "string"}})
+    def get_address(self, address_id: str) -> Any:
+        return copy.deepcopy(self._get("addresses", address_id, "address_id"))
+
+    @tool("Carts: one cart: its customer, lines (sku, quantity) and deliver_by date.", {"cart_id": {"type": "string"}})
+    def get_cart(self, cart_id: str) -> Any:
+        return copy.deepcopy(self._get("carts", cart_id, "cart_id"))
+
+    @tool("Catalogue: one product by SKU.", {"sku": {"type": "string"}})
     def get_product(self, sku: str) -> Any:
-        return copy.deepcopy(self._product(sku))
+        return copy.deepcopy(self._get("products", sku, "sku"))
 
-    @tool("Inventory service: stock of one product in every warehouse. on_hand counts every unit on the shelf, "
-          "including units reserved for other orders; the available stock is on_hand minus reserved.",
-          {"sku": {"type": "string"}})
+    @tool("Inventory: a product's on_hand and reserved units in every warehouse.", {"sku": {"type": "string"}})
     def get_stock(self, sku: str) -> Any:
-        product = self._product(sku)
-        per_warehouse = self.state["stock"][product["sku"]]
-        return {"sku": product["sku"], "warehouses": [
-            {"warehouse_id": wh, "city": self.state["warehouses"][wh]["city"], **per_warehouse[wh]}
-            for wh in self.state["warehouses"]]}
+        product = self._get("products", sku, "sku")
+        shelves = self.state["stock"][product["sku"]]
+        return {"sku": product["sku"], "warehouses": [{"warehouse_id": wh, **shelves[wh]} for wh in shelves]}
 
-    @tool("Pricing service: price products for a customer. Unit prices include the customer's loyalty-tier "
-          "discount; the merchandise subtotal is before promotions and shipping. Read-only.",
-          {"customer_id": {"type": "string"}, "items": ITEMS_SCHEMA})
-    def price_items(self, customer_id: str, items: list[dict[str, Any]]) -> Any:
-        customer = self._customer(customer_id)
-        lines = self._priced(customer["tier"], self._items(items))
-        return {"customer_id": customer["customer_id"], "tier": customer["tier"],
-                "tier_discount_percent": TIER_PERCENT[customer["tier"]], "lines": lines,
-                "merchandise_subtotal_cents": sum(line["line_total_cents"] for line in lines)}
+    @tool("Warehouses: one page of the warehouse list (id and city).", {"page": {"type": "integer"}})
+    def list_warehouses(self, page: int) -> Any:
+        rows = [{"warehouse_id": w["warehouse_id"], "city": w["city"]} for w in self.state["warehouses"].values()]
+        listing = _paged(rows, page, WAREHOUSE_PAGE)
+        return {"page": listing["page"], "pages": listing["pages"], "warehouses": listing["rows"]}
 
-    @tool("Promotions service: the terms of a promo code. A code applies to an order only if today is on or before "
-          "`expires`, the customer's tier is in `tiers`, and the order's merchandise subtotal after tier discounts "
-          "(before shipping) is at least `min_subtotal_cents`. kind 'percent' takes `percent` off the tier-discounted "
-          "lines of `category` (every line when category is null), rounded to the cent; kind 'amount' takes "
-          "`amount_cents` off. Shipping is never discounted. An order takes at most one code.",
-          {"code": {"type": "string"}})
-    def get_promo(self, code: str) -> Any:
-        promo = self.state["promos"].get(_text(code, "code").upper())
-        if promo is None:
-            raise ToolError(f"no promotion with code '{code}'")
-        return {**copy.deepcopy(promo), "today": self._today.isoformat()}
+    @tool("Warehouses: one warehouse in full.", {"warehouse_id": {"type": "string"}})
+    def get_warehouse(self, warehouse_id: str) -> Any:
+        site = self._get("warehouses", warehouse_id, "warehouse_id")
+        return {**copy.deepcopy(site), "rate_columns": RATE_COLUMNS}
 
-    @tool("Shipping service: quote one shipment of the given items from a warehouse to a customer address. Returns "
-          "a quote_id and the shipping cost in cents; create_order needs the quote of each shipment, covering "
-          "exactly that shipment's items. Quoting reserves nothing.",
-          {"warehouse_id": {"type": "string"}, "address_id": {"type": "string"}, "items": ITEMS_SCHEMA})
-    def quote_shipping(self, warehouse_id: str, address_id: str, items: list[dict[str, Any]]) -> Any:
-        wh = self._warehouse(warehouse_id)
-        address = _text(address_id, "address_id").upper()
-        if f"{wh}|{address}" not in self._rates:
-            raise ToolError(f"no address with id '{address_id}'")
-        pairs = self._items(items)
-        weight = sum(self.state["products"][sku]["weight_g"] * qty for sku, qty in pairs)
-        quote_id = f"Q-{self._next_quote}"
-        self._next_quote += 1
-        quote = {"quote_id": quote_id, "warehouse_id": wh, "address_id": address,
-                 "items": [{"sku": sku, "quantity": qty} for sku, qty in pairs], "weight_g": weight,
-                 "shipping_cents": _shipping_cents(self._rates[f"{wh}|{address}"], weight)}
+    @tool("Inventory: hold units of a product at a warehouse for a cart. Returns the hold.",
+          {"cart_id": {"type": "string"}, "sku": {"type": "string"}, "warehouse_id": {"type": "string"},
+           "quantity": {"type": "integer"}})
+    def hold_stock(self, cart_id: str, sku: str, warehouse_id: str, quantity: int) -> Any:
+        cart = self._get("carts", cart_id, "cart_id")
+        product = self._get("products", sku, "sku")
+        wh = self._get("warehouses", warehouse_id, "warehouse_id")["warehouse_id"]
+        if not 1 <= quantity <= 999:
+            raise ToolError("quantity must be between 1 and 999")
+        shelf = self.state["stock"][product["sku"]][wh]
+        available = shelf["on_hand"] - shelf["reserved"]
+        if quantity > available:
+            raise ToolError(f"{wh} has {available} available unit(s) of {product['sku']}")
+        shelf["reserved"] += quantity
+        hold_id = self._new_id("hold", "H")
+        hold = {"hold_id": hold_id, "cart_id": cart["cart_id"], "sku": product["sku"], "warehouse_id": wh,
+                "quantity": quantity}
+        self.state["holds"][hold_id] = hold
+        return {**hold, "status": "held"}
+
+    @tool("Inventory: release a hold that no order uses.", {"hold_id": {"type": "string"}})
+    def release_hold(self, hold_id: str) -> Any:
+        hold = self._get("holds", hold_id, "hold_id")
+        status = _hold_status(self.state, hold["hold_id"])
+        if status != "held":
+            raise ToolError(f"hold {hold['hold_id']} is {status}")
+        self.state["stock"][hold["sku"]][hold["warehouse_id"]]["reserved"] -= hold["quantity"]
+        self.state["released"][hold["hold_id"]] = True
+        return {"hold_id": hold["hold_id"], "status": "released"}
+
+    @tool("Shipping: quote one shipment of held units from their warehouse to an address: cost and arrival date.",
+          {"warehouse_id": {"type": "string"}, "address_id": {"type": "string"}, "hold_ids": HOLD_IDS})
+    def quote_shipment(self, warehouse_id: str, address_id: str, hold_ids: list[str]) -> Any:
+        site = self._get("warehouses", warehouse_id, "warehouse_id")
+        address = self._get("addresses", address_id, "address_id")
+        holds = self._holds(hold_ids, site["warehouse_id"])
+        for hold in holds:
+            product = self.state["products"][hold["sku"]]
+            if product["hazmat"] and not site["hazmat_certified"]:
+                raise ToolError(f"{site['warehouse_id']} is not certified to ship hazmat product {product['sku']}")
+        weight = sum(self.state["products"][h["sku"]]["weight_g"] * h["quantity"] for h in holds)
+        value = sum(self.state["products"][h["sku"]]["list_price_cents"] * h["quantity"] for h in holds)
+        quote_id = self._new_id("quote", "Q")
+        quote = {"quote_id": quote_id, "warehouse_id": site["warehouse_id"], "address_id": address["address_id"],
+                 "hold_ids": [h["hold_id"] for h in holds], "weight_g": weight, "value_cents": value,
+                 "cost_cents": _ship_cost(site, address["zone"], weight, value),
+                 "arrives": _arrival(site, address["zone"], self._today).isoformat()}
         self.state["quotes"][quote_id] = quote
         return copy.deepcopy(quote)
 
-    @tool("Order service: place an order. Each shipment names its warehouse, the quote_id of a shipping quote for "
-          "exactly its items to this address, and its items. Units are reserved from each warehouse's available "
-          "stock; units the warehouse cannot cover are backordered. promo_code (optional) is applied only if the "
-          "order meets its terms; otherwise the order is still placed without a discount. Returns the order with "
-          "its order_id and total_cents (merchandise after tier discounts, minus the promotion, plus shipping).",
-          {"customer_id": {"type": "string"}, "address_id": {"type": "string"}, "shipments": SHIPMENTS_SCHEMA,
-           "promo_code": {"type": "string", "description": "Leave out for no promotion."}},
-          required=["customer_id", "address_id", "shipments"])
-    def create_order(self, customer_id: str, address_id: str, shipments: list[dict[str, Any]],
-                     promo_code: str = "") -> Any:
-        customer = self._customer(customer_id)
-        address = _text(address_id, "address_id").upper()
-        if address not in [a["address_id"] for a in customer["addresses"]]:
-            raise ToolError(f"address '{address_id}' is not one of {customer['customer_id']}'s addresses")
-        if not shipments:
-            raise ToolError("shipments is empty")
-        if len(shipments) > len(self.state["warehouses"]):
-            raise ToolError("one shipment per warehouse at most")
-        planned, seen_warehouses, seen_skus = [], set(), set()
-        for shipment in shipments:
-            wh = self._warehouse(shipment["warehouse_id"])
-            if wh in seen_warehouses:
-                raise ToolError(f"two shipments from {wh}; put its items in one shipment")
-            seen_warehouses.add(wh)
-            pairs = self._items(shipment["items"])
-            for sku, _ in pairs:
-                if sku in seen_skus:
-                    raise ToolError(f"{sku} appears in two shipments")
-                seen_skus.add(sku)
-            quote = self.state["quotes"].get(_text(shipment["quote_id"], "quote_id").upper())
-            if quote is None:
-                raise ToolError(f"no shipping quote '{shipment['quote_id']}'")
-            if quote["warehouse_id"] != wh or quote["address_id"] != address or \
-                    [[i["sku"], i["quantity"]] for i in quote["items"]] != pairs:
-                covered = ", ".join(f"{i['quantity']} x {i['sku']}" for i in quote["items"])
-                raise ToolError(f"quote {quote['quote_id']} does not cover this shipment (it is for "
-                                f"{quote['warehouse_id']} to {quote['address_id']}: {covered})")
-            planned.append((wh, quote, pairs))
-        promo = None
-        if promo_code.strip():
-            promo = self.state["promos"].get(_text(promo_code, "promo_code").upper())
-            if promo is None:
-                raise ToolError(f"no promotion with code '{promo_code}'")
+    def _holds(self, hold_ids: list[str], wh: str) -> list[dict[str, Any]]:
+        if not hold_ids or len(hold_ids) > 20 or len(set(hold_ids)) != len(hold_ids):
+            raise ToolError("hold_ids must list 1-20 distinct holds")
+        holds = [self._get("holds", h, "hold_id") for h in hold_ids]
+        for hold in holds:
+            if _hold_status(self.state, hold["hold_id"]) != "held" or hold["warehouse_id"] != wh:
+                raise ToolError(f"hold {hold['hold_id']} is not an active hold at {wh}")
+        if len({h["cart_id"] for h in holds}) != 1:
+            raise ToolError("the holds belong to different carts")
+        return holds
 
-        order_id = f"SO-{self._next_order}"
-        self._next_order += 1
-        order_shipments, priced_lines = [], []
-        for wh, quote, pairs in planned:
-            items = []
-            for line in self._priced(customer["tier"], pairs):
-                shelf = self.state["stock"][line["sku"]][wh]
-                taken = min(line["quantity"], max(0, shelf["on_hand"] - shelf["reserved"]))
-                shelf["reserved"] += taken
-                items.append({"sku": line["sku"], "quantity": line["quantity"],
-                              "unit_price_cents": line["unit_price_cents"], "backordered": line["quantity"] - taken})
-                priced_lines.append((line["category"], line["quantity"], line["unit_price_cents"]))
-            order_shipments.append({"warehouse_id": wh, "quote_id": quote["quote_id"],
-                                    "shipping_cents": quote["shipping_cents"], "items": items})
-        subtotal = sum(q * u for _, q, u in priced_lines)
-        shipping = sum(s["shipping_cents"] for s in order_shipments)
-        discount, why_not = (0, None) if promo is None else _promo_outcome(promo, customer["tier"], priced_lines,
-                                                                           self._today)
-        order = {"order_id": order_id, "customer_id": customer["customer_id"], "address_id": address,
-                 "status": "placed", "placed_on": self._today.isoformat(), "shipments": order_shipments,
-                 "promo_code": promo["code"] if promo else None, "promo_discount_cents": discount,
-                 "promo_status": None if promo is None else (f"not applied: {why_not}" if why_not else "applied"),
-                 "merchandise_subtotal_cents": subtotal, "shipping_cents": shipping,
-                 "total_cents": subtotal - discount + shipping}
+    @tool("Orders: place the order of a cart: one quote per shipment, all to one of the customer's addresses. "
+          "Returns the order with its shipments and shipping_cents (the charge to the customer).",
+          {"cart_id": {"type": "string"}, "address_id": {"type": "string"},
+           "quote_ids": {"type": "array", "items": {"type": "string"}}})
+    def place_order(self, cart_id: str, address_id: str, quote_ids: list[str]) -> Any:
+        cart = self._get("carts", cart_id, "cart_id")
+        address = self._get("addresses", address_id, "address_id")["address_id"]
+        customer = self.state["customers"][cart["customer_id"]]
+        if address not in [a["address_id"] for a in customer["addresses"]]:
+            raise ToolError(f"address {address} is not one of {customer['customer_id']}'s addresses")
+        placed = [o["order_id"] for o in self.state["orders"].values()
+                  if o["cart_id"] == cart["cart_id"] and o["status"] == "placed"]
+        if placed:
+            raise ToolError(f"cart {cart['cart_id']} already has order {placed[0]}; cancel it first")
+        if not 1 <= len(quote_ids) <= MAX_SHIPMENTS or len(set(quote_ids)) != len(quote_ids):
+            raise ToolError(f"quote_ids must list 1-{MAX_SHIPMENTS} distinct quotes")
+        quotes = [self._get("quotes", q, "quote_id") for q in quote_ids]
+        if len({q["warehouse_id"] for q in quotes}) != len(quotes):
+            raise ToolError("two quotes from one warehouse: one shipment per warehouse")
+        covered = set()
+        for quote in quotes:
+            holds = [self.state["holds"][h] for h in quote["hold_ids"]]
+            if quote["address_id"] != address or any(_hold_status(self.state, h["hold_id"]) != "held" or h["cart_id"] != cart["cart_id"]
+                                                      for h in holds):
+                raise ToolError(f"quote {quote['quote_id']} is void or not for this cart and address")
+            covered |= set(quote["hold_ids"])
+        loose = sorted(h["hold_id"] for h in self.state["holds"].values()
+                       if h["cart_id"] == cart["cart_id"] and _hold_status(self.state, h["hold_id"]) == "held"
+                       and h["hold_id"] not in covered)
+        if loose:
+            raise ToolError(f"holds {', '.join(loose)} of this cart are in no quote: quote or release them")
+        order_id = self._new_id("order", "SO")
+        shipments = []
+        for quote in quotes:
+            lines = []
+            for hold_id in quote["hold_ids"]:
+                hold = self.state["holds"][hold_id]
+                lines.append({"sku": hold["sku"], "quantity": hold["quantity"], "hold_id": hold_id})
+            shipments.append({"warehouse_id": quote["warehouse_id"], "quote_id": quote["quote_id"], "lines": lines,
+                              "cost_cents": quote["cost_cents"], "arrives": quote["arrives"]})
+        handling = self._fee * (len(quotes) - 1)
+        order = {"order_id": order_id, "cart_id": cart["cart_id"], "address_id": address, "status": "placed",
+                 "shipments": shipments, "handling_cents": handling,
+                 "shipping_cents": handling + sum(s["cost_cents"] for s in shipments)}
         self.state["orders"][order_id] = order
         return copy.deepcopy(order)
 
-    @tool("Order service: one order by id.", {"order_id": {"type": "string"}})
+    @tool("Orders: one order by id.", {"order_id": {"type": "string"}})
     def get_order(self, order_id: str) -> Any:
-        order = self.state["orders"].get(_text(order_id, "order_id").upper())
-        if order is None:
-            raise ToolError(f"no order with id '{order_id}'")
-        return copy.deepcopy(order)
+        return copy.deepcopy(self._get("orders", order_id, "order_id"))
 
-    @tool("Order service: cancel a placed order and release its reserved stock.", {"order_id": {"type": "string"}})
+    @tool("Orders: cancel a placed order; its holds are released.", {"order_id": {"type": "string"}})
     def cancel_order(self, order_id: str) -> Any:
-        order = self.state["orders"].get(_text(order_id, "order_id").upper())
-        if order is None:
-            raise ToolError(f"no order with id '{order_id}'")
+        order = self._get("orders", order_id, "order_id")
         if order["status"] != "placed":
-            raise ToolError(f"order {order['order_id']} is already {order['status']}")
+            raise ToolError(f"order {order['order_id']} is {order['status']}")
         for shipment in order["shipments"]:
-            for item in shipment["items"]:
-                self.state["stock"][item["sku"]][shipment["warehouse_id"]]["reserved"] -= \
-                    item["quantity"] - item["backordered"]
+            for line in shipment["lines"]:
+                hold = self.state["holds"][line["hold_id"]]
+                self.state["stock"][hold["sku"]][hold["warehouse_id"]]["reserved"] -= hold["quantity"]
+                self.state["released"][hold["hold_id"]] = True
         order["status"] = "cancelled"
         return {"order_id": order["order_id"], "status": "cancelled"}
 
 
-SHOP_CHECKS = (
-    Check("single_order", "No more than one order is left placed (a duplicate order is a harmful side effect).",
-          guard=True),
-    Check("order_placed", "Exactly one placed order, for the right customer."),
-    Check("delivery_address", "The order goes to the address the customer named, not the default."),
-    Check("products", "The order holds the successor of the discontinued product and the other products, in "
-                      "the requested quantities."),
-    Check("warehouses", "Every line ships whole from the policy's warehouse and nothing is backordered."),
-    Check("promotion", "The best valid promo code is applied."),
-    Check("answer", "The answer names the order id and its correct total."),
+ORDER_CHECKS = (
+    Check("one_order", "Exactly one order of the cart is placed (not cancelled), to the address the prompt names."),
+    Check("products", "The order carries every cart line once in its quantity, a discontinued product replaced by its "
+                      "active successor."),
+    Check("feasible", "Every line ships whole from one warehouse and every shipment arrives by the cart's delivery "
+                      "date."),
+    Check("optimal", "The order is right and feasible and its shipping charge is the lowest the rules allow.", 2.0),
+    Check("holds", "No stock of the cart is left held outside the order."),
+    Check("answer", "The answer names the order and states its shipping charge."),
 )
 
 
 def order_fulfilment(rng: ItemRng) -> AgTask:
-    """Place one customer order across separate services under a fulfilment policy full of traps."""
-    world = _shop_world(rng)
-    reference, wasteful = _shop_scripts(world)
-    return AgTask(_shop_prompt(world), lambda: ShopEnv(world), SHOP_CHECKS,
-                  lambda env, answer: _check_shop(world["plan"], env, answer), reference, wasteful)
+    """Fulfil a multi-line cart at the lowest shipping charge across warehouses, holds and rate cards."""
+    world = _order_world(rng)
+    reference, wasteful = _order_scripts(world)
+    return AgTask(_order_prompt(world), lambda: ShopEnv(world), ORDER_CHECKS,
+                  lambda env, answer: _check_order(world["plan"], env, answer), reference, wasteful)
 
 
-def _shop_prompt(world: dict[str, Any]) -> str:
-    """The customer's request and the fulfilment policy."""
-    plan, products = world["plan"], world["state"]["products"]
-    request_lines = "\n".join(f"  - {plan['quantity'][s]} x {products[s]['name']} ({s})" for s in plan["requested"])
+def _order_prompt(world: dict[str, Any]) -> str:
+    plan = world["plan"]
     return (
-        f"You run the order desk at {plan['shop']}. Today is {world['today'].isoformat()}. A customer writes:\n\n"
-        f"  \"Hello, this is {plan['customer_name']} ({plan['email']}). Please send me:\n{request_lines}\n"
-        f"  to my {plan['label']} address. I have these promo codes: {', '.join(plan['codes'])}. Use whichever "
-        f"saves me the most.\"\n\n"
-        "Place the order through the tools, following the fulfilment policy:\n"
-        "1. Never ship a discontinued product: order its successor instead (follow replaced_by until you reach an "
-        "active product), in the same quantity.\n"
-        "2. Ship every line whole from a single warehouse, out of available stock (on hand minus reserved). "
-        "Nothing may be backordered.\n"
-        "3. Ship a line from the warehouse that serves the delivery address whenever that warehouse has enough "
-        "available stock for it. A line it cannot fill ships from whichever other warehouse with enough available "
-        "stock quotes the lowest shipping for that line on its own.\n"
-        "4. Each shipment (one per warehouse) uses a shipping quote for exactly its items.\n"
-        "5. Apply at most one promo code: of the customer's codes that are valid for this order, the one giving "
-        "the largest discount (none if no code is valid).\n"
-        "Place exactly one order.\n\n"
-        "When you are done, call submit with the order id and the order total in dollars "
-        "(for example \"SO-12345, $678.90\")."
+        f"You work in order operations at {plan['shop']}. Today is {world['today'].isoformat()}. Fulfil cart "
+        f"{plan['cart_id']} of the customer with e-mail {plan['email']}, shipping it to their '{plan['label']}' "
+        "address. The shop's fulfilment, shipping and stock-hold rules are in its API documentation (describe_api). "
+        "Of the plans the rules allow, choose the one with the lowest shipping charge to the customer. Place exactly "
+        "one order, and leave no stock held for the cart outside it.\n\n"
+        "When you are done, call submit with the order id and the order's shipping charge."
     )
 
 
-def _check_shop(plan: dict[str, Any], env: Environment, answer: str | None) -> dict[str, bool]:
-    """The shop's checks on the placed order and the answer."""
-    placed = [o for o in env.state["orders"].values() if o["status"] == "placed"]
-    order = placed[0] if len(placed) == 1 and placed[0]["customer_id"] == plan["customer_id"] else None
-    lines = {} if order is None else {item["sku"]: (item["quantity"], shipment["warehouse_id"], item["backordered"])
-                                       for shipment in order["shipments"] for item in shipment["items"]}
-    text = answer or ""
+def _check_order(plan: dict[str, Any], env: Environment, answer: str | None) -> dict[str, bool]:
+    state = env.state
+    placed = [o for o in state["orders"].values() if o["cart_id"] == plan["cart_id"] and o["status"] == "placed"]
+    order = placed[0] if len(placed) == 1 else None
+    lines: dict[str, int] = {}
+    shipped = []
+    for shipment in order["shipments"] if order else []:
+        for line in shipment["lines"]:
+            lines[line["sku"]] = lines.get(line["sku"], 0) + line["quantity"]
+            shipped.append(line["sku"])
+    products = order is not None and lines == {s: plan["quantity"][s] for s in plan["final"]}
+    feasible = order is not None and len(shipped) == len(set(shipped)) and all(
+        s["arrives"] <= plan["deliver_by"] for s in order["shipments"])  # whole lines, each arriving in time
     return {
-        "single_order": len(placed) <= 1,
-        "order_placed": order is not None,
-        "delivery_address": order is not None and order["address_id"] == plan["address_id"],
-        "products": order is not None and {s: v[0] for s, v in lines.items()} == {
-            s: plan["quantity"][s] for s in plan["final"]},
-        "warehouses": order is not None and {s: v[1:] for s, v in lines.items()} == {
-            s: (plan["warehouse_of"][s], 0) for s in plan["final"]},
-        "promotion": order is not None and order["promo_code"] == plan["best"]
-                     and order["promo_discount_cents"] == plan["discount"],
-        "answer": order is not None and mentions(text, order["order_id"], ALNUM)
-                  and plan["total"] in cents_in(text),
+        "one_order": order is not None and order["address_id"] == plan["address_id"],
+        "products": products,
+        "feasible": feasible,
+        "optimal": products and feasible and order["shipping_cents"] == plan["optimum"],
+        "holds": order is not None and not any(h["cart_id"] == plan["cart_id"] and
+                                               _hold_status(state, h["hold_id"]) == "held"
+                                               for h in state["holds"].values()),
+        "answer": order is not None and mentions(answer or "", order["order_id"], ALNUM)
+                  and order["shipping_cents"] in cents_in(answer or ""),
     }
 
 
-def _shop_scripts(world: dict[str, Any]) -> tuple[tuple[Call, ...], tuple[Call, ...]]:
-    """The efficient agent's calls, and a wasteful one with repeated reads and a placed-then-cancelled order."""
-    plan, first_quote, first_order = world["plan"], world["first_quote"], world["first_order"]
-    qty = plan["quantity"]
-
-    def items(skus: list[str]) -> list[dict[str, Any]]:
-        return [{"sku": s, "quantity": qty[s]} for s in skus]
-
-    reads = [Call("find_customer", {"email": plan["email"]})]
-    reads += [Call("get_product", {"sku": s}) for s in plan["requested"]]
-    reads += [Call("get_product", {"sku": s}) for s in plan["chain"][1:]]
-    reads += [Call("get_stock", {"sku": s}) for s in plan["final"]]
-    reads.append(Call("price_items", {"customer_id": plan["customer_id"], "items": items(plan["final"])}))
-    reads += [Call("get_promo", {"code": c}) for c in plan["codes"]]
-    quotes = [Call("quote_shipping", {"warehouse_id": plan["home"], "address_id": plan["address_id"],
-                                      "items": items(plan["home_items"])})]
-    quotes += [Call("quote_shipping", {"warehouse_id": wh, "address_id": plan["address_id"],
-                                       "items": items([plan["short"]])}) for wh in plan["candidates"]]
-    alternative_quote = first_quote + 1 + plan["candidates"].index(plan["alternative"])
-    shipments = [{"warehouse_id": plan["home"], "quote_id": f"Q-{first_quote}", "items": items(plan["home_items"])},
-                 {"warehouse_id": plan["alternative"], "quote_id": f"Q-{alternative_quote}",
-                  "items": items([plan["short"]])}]
-    order = {"customer_id": plan["customer_id"], "address_id": plan["address_id"], "shipments": shipments}
-    best = Call("create_order", {**order, "promo_code": plan["best"]})
-
-    def submit(order_number: int) -> Call:
-        return Call("submit", {"answer": f"SO-{order_number}, {dollars(plan['total'])}"})
-
-    reference = (*reads, *quotes, best, submit(first_order))
-    wasteful = (reads[0], reads[0], *reads[1:4], reads[3], *reads[4:], *quotes,
-                Call("create_order", order), Call("cancel_order", {"order_id": f"SO-{first_order}"}), best,
-                submit(first_order + 1))
+def _order_scripts(world: dict[str, Any]) -> tuple[tuple[Call, ...], tuple[Call, ...]]:
+    """The efficient agent's calls, and a wasteful one with repeated reads and a hold placed then released."""
+    plan, state = world["plan"], world["state"]
+    cart = plan["cart_id"]
+    docs = tuple(Call("describe_api", {"topic": t}) for t in ORDER_DOCS)
+    products = tuple(Call("get_product", {"sku": s}) for s in [*plan["requested"], *plan["chain"][1:]])
+    sites = (Call("list_warehouses", {"page": 1}), Call("list_warehouses", {"page": 2}),
+             *[Call("get_warehouse", {"warehouse_id": wh}) for wh in state["warehouses"]])
+    reads = (*docs, Call("find_customer", {"email": plan["email"]}),
+             Call("get_address", {"address_id": plan["address_id"]}), Call("get_cart", {"cart_id": cart}),
+             *products, *sites, *[Call("get_stock", {"sku": s}) for s in plan["final"]])
+    hold_of = {sku: f"H-{world['first_hold'] + n}" for n, sku in enumerate(plan["final"])}
+    holds = tuple(Call("hold_stock", {"cart_id": cart, "sku": s, "warehouse_id": plan["assignment"][s],
+                                      "quantity": plan["quantity"][s]}) for s in plan["final"])
+    quotes = tuple(Call("quote_shipment", {"warehouse_id": wh, "address_id": plan["address_id"],
+                                           "hold_ids": [hold_of[s] for s in skus]})
+                   for wh, skus in plan["shipments"].items())
+    quote_ids = [f"Q-{world['first_quote'] + n}" for n in range(len(quotes))]
+    place = Call("place_order", {"cart_id": cart, "address_id": plan["address_id"], "quote_ids": quote_ids})
+    charge = plan["optimum"]
+    submit = Call("submit", {"answer": f"Order SO-{world['first_order']} placed; shipping charge {dollars(charge)}."})
+    reference = (*reads, *holds, *quotes, place, submit)
+    sku, other = next((s, wh) for s in plan["final"] for wh in state["warehouses"] if wh != plan["assignment"][s]
+                      and state["stock"][s][wh]["on_hand"] > state["stock"][s][wh]["reserved"])
+    detour = (Call("hold_stock", {"cart_id": cart, "sku": sku, "warehouse_id": other, "quantity": 1}),
+              Call("release_hold", {"hold_id": f"H-{world['first_hold'] + len(plan['final'])}"}))
+    wasteful = (*reads[:5], reads[5], *reads[5:], reads[-1], *holds, *detour, *quotes, place, submit)
     return reference, wasteful
 
 
-# ---------------------------------------------------------------- task 2: access provisioning
+# ---------------------------------------------------------------- task 2: access provisioning (least privilege)
 
 COMPANIES = ["Tessellate Labs", "Brightwater Analytics", "Okapi Systems", "Meridian Freight", "Juniper Health",
              "Polaris Robotics"]
 DEPARTMENTS = ["Platform Engineering", "Data Platform", "Finance Operations", "Customer Support",
                "Security Engineering", "Growth Analytics", "Site Reliability"]
-LEGAL_AND_PREFERRED = [("William", "Liam"), ("Elizabeth", "Beth"), ("Margaret", "Greta"), ("Wei", "David"),
-                       ("Xiaoling", "Linda"), ("Anastasia", "Stacy"), ("Rebecca", "Becky"), ("Edward", "Ned"),
-                       ("Catalina", "Lina"), ("Giuseppe", "Joe"), ("Yevgeny", "Eugene"), ("Robert", "Bob"),
-                       ("Émilie", "Millie"), ("Íñigo", "Nico"), ("Takeshi", "Ken"), ("Alejandro", "Sandro")]
-HIRE_LAST = ["Núñez", "García-López", "O'Brien", "Müller", "Van Dyke", "Castañeda", "D'Souza", "Brontë",
-             "St. Clair", "Pérez", "MacLeod", "Ibáñez", "Lindqvist", "Okafor", "Kowalczyk", "Haddad"]
 STAFF_FIRST = ["Aaron", "Bianca", "Carlos", "Dana", "Elena", "Felix", "Grace", "Hannah", "Ivan", "Julia", "Kevin",
                "Laura", "Marco", "Nadia", "Oscar", "Priya", "Quentin", "Rita", "Samuel", "Tara", "Umar", "Vera",
                "Walter", "Wanda", "Xavier", "Yara", "Zach", "Bella", "Lucas", "Mina", "Nora", "Eli", "Gina", "Rafael",
                "Sofia", "Tomas", "Ken", "Jonas"]
 STAFF_LAST = ["Kim", "Patel", "Schmidt", "Rossi", "Tanaka", "Ward", "Nguyen", "Fischer", "Costa", "Byrne",
               "Mendes", "Holm", "Singh", "Lopez", "Keller", "Dubois", "Yilmaz", "Sato"]
-GROUP_POOL = [("vpn-users", "Remote network access"), ("git-readers", "Read access to source repositories"),
-              ("ci-deployers", "Trigger deployments from CI"), ("prod-readonly", "Read-only production consoles"),
-              ("warehouse-analysts", "Query the analytics warehouse"), ("ledger-viewers", "View the finance ledger"),
-              ("support-desk", "Customer support tooling"), ("oncall-pager", "On-call paging rotation"),
-              ("secrets-readers", "Read the shared secrets vault"), ("dashboards-editors", "Edit shared dashboards"),
-              ("payroll-viewers", "View payroll reports"), ("crm-users", "Customer relationship system"),
-              ("incident-bridge", "Join incident bridges"), ("design-library", "Shared design library"),
-              ("feature-flags", "Toggle feature flags"), ("billing-console", "Billing back office")]
-USERNAME_PATTERN = re.compile(r"^[a-z]+[0-9]*$")
+RESOURCES = ["git:payments-api", "git:web-app", "git:infra", "ci:pipelines", "db:analytics", "db:orders",
+             "dash:finance", "vault:shared", "pager:oncall", "crm:accounts", "tickets:support", "flags:web",
+             "billing:console", "logs:prod", "k8s:staging", "k8s:prod"]
+ACTIONS = ["read", "write", "deploy", "admin"]
+GROUP_WORDS = ["payments", "web", "infra", "pipelines", "analytics", "orders", "finance", "vault", "oncall", "crm",
+               "support", "flags", "billing", "logs", "staging", "prod", "core", "platform", "data", "release"]
+GROUP_SUFFIXES = ["readers", "devs", "ops", "team", "leads", "ext", "rw", "ro", "deployers", "analysts", "bundle",
+                  "access"]
+GROUP_PAGE = 6
+MAX_SET = 6  # the largest group set the optimiser considers
+
+ACCESS_DOCS = {
+    "groups": (
+        "Groups. A member of a group holds the group's effective permissions: its own `permissions` plus the "
+        "effective permissions of every group in its `includes` (followed recursively; members of a group are not "
+        "members of the groups it includes). `requires` lists groups an account must already be a member of before "
+        "it can join; those memberships grant their own permissions too. A retired group cannot be joined "
+        "(replaced_by names its successor, a separate group with its own permissions). employees_only groups are "
+        "for employees, never for contractors."),
+    "permissions": (
+        "Permissions are written resource:action, e.g. db:orders:read. The actions are read, write, deploy and "
+        "admin, and each is a separate permission. A permission whose action is * (e.g. git:web-app:*) grants every "
+        "action on that resource, so it is broader than any one of them. An account's effective permissions are the "
+        "union over all its memberships."),
+    "approvals": (
+        "Approvals. Joining a group with approval_required needs an approved access request for that account and "
+        "group. request_approval asks an approver: the group's owner, or the owner's delegate while the owner is out "
+        "of office (get_account shows out_of_office and delegate). A request to anyone else is rejected; a request "
+        "to an owner who is out of office stays pending. Removing a membership needs no approval."),
+    "accounts": (
+        "Accounts. update_account changes department, manager (a username) and expires (YYYY-MM-DD, or an empty "
+        "string for none). search_accounts matches usernames by prefix, display names by substring and employee "
+        "ids exactly."),
+}
 
 
-def _ascii_letters(name: str) -> str:
-    """Lower-case a-z only: accents dropped (é -> e), every other character removed."""
-    folded = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode().lower()
-    return re.sub(r"[^a-z]", "", folded)
+def _effective(groups: dict[str, dict[str, Any]], gid: str) -> frozenset[str]:
+    """A group's effective permissions: its own and, recursively, its included groups'."""
+    found = set(groups[gid]["permissions"])
+    for inner in groups[gid]["includes"]:
+        found |= _effective(groups, inner)
+    return frozenset(found)
 
 
-def _base_username(first: str, last: str) -> str:
-    """First letter of the first name, then the last name, as a-z letters."""
-    return _ascii_letters(first)[:1] + _ascii_letters(last)
+def _least_sets(groups: dict[str, dict[str, Any]], needed: frozenset[str], contractor: bool,
+                current: set[str]) -> tuple[int, list[frozenset[str]]]:
+    """The optimal group sets: exactly `needed`, closed under requires, fewest groups, then most kept memberships."""
+    def usable(gid: str, seen: tuple[str, ...] = ()) -> bool:
+        group = groups[gid]
+        return (group["status"] == "active" and not (contractor and group["employees_only"])
+                and _effective(groups, gid) <= needed and all(usable(r) for r in group["requires"]))
+
+    candidates = sorted(g for g in groups if usable(g))
+    for size in range(1, MAX_SET + 1):
+        found = []
+        for combo in itertools.combinations(candidates, size):
+            chosen = set(combo)
+            if any(r not in chosen for g in combo for r in groups[g]["requires"]):
+                continue
+            if frozenset().union(*(_effective(groups, g) for g in combo)) == needed:
+                found.append(frozenset(combo))
+        if found:
+            kept = max(len(f & current) for f in found)
+            return size, [f for f in found if len(f & current) == kept]
+    return 0, []
 
 
-class _Directory:
-    """The accounts and HR records of a drawn company, filled one person at a time."""
+def _group_ids(rng: ItemRng, n: int) -> list[str]:
+    """n distinct group ids whose names say nothing reliable about their permissions."""
+    ids: list[str] = []
+    while len(ids) < n:
+        gid = f"grp-{rng.choice(GROUP_WORDS)}-{rng.choice(GROUP_SUFFIXES)}"
+        if gid not in ids:
+            ids.append(gid)
+    return ids
 
-    def __init__(self, rng: ItemRng, today: date, employee_ids: list[str]):
-        self.rng, self.today, self.employee_ids = rng, today, employee_ids
-        self.accounts: dict[str, dict[str, Any]] = {}
-        self.people: dict[str, dict[str, Any]] = {}  # HR records
 
-    def add_account(self, username: str, first: str, surname: str, department: str, status: str = "active") -> str:
-        """An account and its HR record for an existing employee; returns the username."""
-        employee_id = self.employee_ids.pop()
-        self.accounts[username] = {"username": username, "display_name": f"{first} {surname}",
-                                   "employee_id": employee_id, "department": department, "manager": None,
-                                   "status": status, "expires": None, "out_of_office": False, "delegate": None}
-        self.people[employee_id] = {
-            "employee_id": employee_id, "legal_first_name": first, "legal_last_name": surname,
-            "preferred_first_name": None, "employment_type": "employee", "contract_end": None,
-            "department": department, "role": None, "manager_employee_id": None,
-            "start_date": (self.today - timedelta(days=self.rng.randint(60, 3000))).isoformat()}
-        return username
+def _access_groups(rng: ItemRng, needed: list[str], extras: list[str], resources: list[str]
+                   ) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """The group catalogue: an optimal partition of the needed permissions (one via an include, one behind a
+    prerequisite), smaller building blocks, over-granting look-alikes (nested, wildcard, prerequisite, retired,
+    employees-only) and noise; returns the groups and the account's current memberships."""
+    ids = iter(_group_ids(rng, 32))
+    groups: dict[str, dict[str, Any]] = {}
 
-    def free_username(self, first: str, surname: str) -> str:
-        """The policy's username for a name: the base, numbered from 2 when taken."""
-        base = _base_username(first, surname)
-        n = 1
-        while (base if n == 1 else f"{base}{n}") in self.accounts:
-            n += 1
-        return base if n == 1 else f"{base}{n}"
+    def add(perms: list[str], includes: list[str] | None = None, requires: list[str] | None = None,
+            **extra: Any) -> str:
+        gid = next(ids)
+        groups[gid] = {"group_id": gid, "permissions": sorted(perms), "includes": includes or [],
+                       "requires": requires or [], "status": "active", "replaced_by": None,
+                       "employees_only": False, "approval_required": False, **extra}
+        return gid
+
+    shuffled = list(needed)
+    rng.shuffle(shuffled)
+    sizes = rng.choice([[3, 2, 2], [2, 2, 2, 1], [3, 3, 1], [2, 3, 2], [2, 2, 3]])
+    blocks, start = [], 0
+    for size in sizes:
+        blocks.append(shuffled[start:start + size])
+        start += size
+    first = add(blocks[0])
+    add(blocks[1], requires=[first])
+    nested, helper = blocks[2], None
+    if len(nested) >= 2:
+        helper = add(nested[1:])
+        add(nested[:1], includes=[helper])
+    else:
+        add(nested)
+    for block in blocks[3:]:
+        add(block)
+    singles = [add([p]) for p in rng.sample(needed, 4)]
+    for _ in range(2):
+        add(rng.sample(needed, 2))
+    leak = add([extras[0]])
+    add(rng.sample(needed, 3), includes=[leak])
+    wild = next(r for r in resources if any(p.startswith(r + ":") for p in needed))
+    add([f"{wild}:*", rng.choice(needed)])
+    gate = add([extras[1]])
+    add(rng.sample(needed, 4), requires=[gate])
+    pair = blocks[0] + blocks[1]
+    successor = add(pair + [extras[2]])
+    add(pair, status="retired", replaced_by=successor)
+    if helper:  # employees' best group, which holds part of its grant through an include
+        add(blocks[1] + nested[:1], includes=[helper], employees_only=True)
+    else:
+        add(blocks[1] + nested, employees_only=True)
+    noise = [add(rng.sample(extras[3:], rng.randint(1, 2))) for _ in range(4)]
+    for _ in range(3):  # team bundles that over-grant in plain sight
+        add(rng.sample(needed, 2) + [rng.choice(extras[3:])])
+    current = [first, noise[0], singles[0]]
+    if rng.randint(0, 1):  # a current membership as good as a block: the kept-memberships rule decides
+        current.append(add(blocks[1]))
+    order = list(groups)
+    rng.shuffle(order)
+    return {g: groups[g] for g in order}, current
 
 
 def _access_world(rng: ItemRng) -> dict[str, Any]:
-    """A seeded directory, HR system, group catalogue and ticket queue around one new starter."""
-    company = rng.choice(COMPANIES)
+    """A seeded directory around one mover whose least-privilege group set is unique; other draws are redrawn."""
+    while True:
+        world = _draft_access(rng)
+        if world is not None:
+            return world
+
+
+def _person(rng: ItemRng, taken: set[str], first: str | None = None, last: str | None = None) -> tuple[str, str, str]:
+    """A free username and the person's first and last name."""
+    first, last = first or rng.choice(STAFF_FIRST), last or rng.choice(STAFF_LAST)
+    base, n = (first[0] + last).lower(), 1
+    while (base if n == 1 else f"{base}{n}") in taken:
+        n += 1
+    return (base if n == 1 else f"{base}{n}"), first, last
+
+
+def _draft_access(rng: ItemRng) -> dict[str, Any] | None:
+    """One draw of the directory and group catalogue, or None when the optimum is tied or the traps do not tempt."""
+    resources = rng.sample(RESOURCES, 8)
+    needed = rng.sample([f"{r}:{a}" for r in resources[:5] for a in ACTIONS], 7)
+    extras = [f"{r}:{a}" for r in resources for a in ACTIONS if f"{r}:{a}" not in needed]
+    rng.shuffle(extras)
+    groups, current = _access_groups(rng, needed, extras, resources)
+    contractor = rng.randint(0, 1) == 1
+    size, best = _least_sets(groups, frozenset(needed), contractor, set(current))
+    if len(best) != 1 or size < 2 or not best[0] - set(current):
+        return None
+    loose = {g: frozenset(p for p in needed if p in groups[g]["permissions"]
+                          or any(q.endswith(":*") and p.startswith(q[:-1]) for q in groups[g]["permissions"]))
+             for g in groups}
+    if not any(frozenset(c) != best[0] and frozenset().union(*(loose[g] for g in c)) == frozenset(needed)
+               for n in range(1, size + 1) for c in itertools.combinations(sorted(groups), n)):
+        return None  # no look-alike makes a set as small: the traps do not tempt
+    flat = {g: {**group, "includes": []} for g, group in groups.items()}
+    if _least_sets(flat, frozenset(needed), contractor, set(current))[1] == best:
+        return None  # reading direct permissions alone would find the optimum: the nested grant does not bite
+    return _access_world_from(rng, groups, current, sorted(best[0]), needed, contractor)
+
+
+def _access_world_from(rng: ItemRng, groups: dict[str, Any], current: list[str], target: list[str],
+                       needed: list[str], contractor: bool) -> dict[str, Any]:
+    """Accounts, HR records, the role, the ticket and the approvals around a drawn group catalogue."""
     today = date(2026, 1, 5) + timedelta(days=rng.randint(0, 300))
-    hr_department = rng.choice(DEPARTMENTS)
-    ticket_department = hr_department if rng.randint(0, 1) else rng.choice([d for d in DEPARTMENTS
-                                                                              if d != hr_department])
-    legal_first, preferred = rng.choice(LEGAL_AND_PREFERRED)
-    last = rng.choice(HIRE_LAST)
-    contractor = rng.randint(0, 9) < 6
-    start = today + timedelta(days=rng.randint(3, 20))
-    contract_end = (start + timedelta(days=rng.randint(90, 400))).isoformat() if contractor else None
-    employee_ids = [f"E-{n}" for n in distinct_ints(rng, 10000, 99999, 40)]
-    hire_id = employee_ids.pop()
-    directory = _Directory(rng, today, employee_ids)
-    base, username = _namesake_accounts(rng, directory, legal_first, last)
-    manager_name, managers, manager, staff = _staff_accounts(rng, directory)
-    groups, members, roles = _access_groups(rng, directory, staff, managers)
-    accounts, people = directory.accounts, directory.people
+    employee_ids = iter(f"E-{n}" for n in distinct_ints(rng, 10000, 99999, 20))
+    accounts: dict[str, Any] = {}
+    hr: dict[str, Any] = {}
 
-    role = f"ROLE-{''.join(w[0] for w in hr_department.split())}-{rng.randint(1, 4)}"
-    profile = [roles["with_prerequisite"], roles["retired"], roles["with_approval"]]
-    rng.shuffle(profile)
-    people[hire_id] = {"employee_id": hire_id, "legal_first_name": legal_first, "legal_last_name": last,
-                       "preferred_first_name": preferred, "employment_type": "contractor" if contractor else "employee",
-                       "contract_end": contract_end, "department": hr_department, "role": role,
-                       "manager_employee_id": accounts[manager]["employee_id"], "start_date": start.isoformat()}
+    def account(first: str | None = None, last: str | None = None, **fields: Any) -> str:
+        username, first, last = _person(rng, set(accounts), first, last)
+        eid = next(employee_ids)
+        accounts[username] = {"username": username, "display_name": f"{first} {last}", "employee_id": eid,
+                              "department": rng.choice(DEPARTMENTS), "manager": None, "status": "active",
+                              "expires": None, "out_of_office": False, "delegate": None, **fields}
+        hr[eid] = {"employee_id": eid, "legal_name": f"{first} {last}", "employment_type": "employee",
+                   "contract_end": None, "department": accounts[username]["department"], "role": None,
+                   "manager_employee_id": None}
+        return username
+
+    staff = [account() for _ in range(10)]
+    boss_first, boss_last = rng.choice(STAFF_FIRST), rng.choice(STAFF_LAST)
+    bosses = [account(boss_first, boss_last) for _ in range(2)]
+    boss = rng.choice(bosses)
+    old_department, department = rng.sample(DEPARTMENTS, 2)
+    contract_end = (today + timedelta(days=rng.randint(60, 400))).isoformat() if contractor else None
+    stale_expiry = (today + timedelta(days=rng.randint(5, 50))).isoformat() if contractor or rng.randint(0, 1) \
+        else None
+    user = account(department=old_department, manager=rng.choice(staff), expires=stale_expiry)
+    role = f"ROLE-{''.join(w[0] for w in department.split())}-{rng.randint(2, 9)}"
+    hr[accounts[user]["employee_id"]].update(
+        employment_type="contractor" if contractor else "employee", contract_end=contract_end,
+        department=department, role=role, manager_employee_id=accounts[boss]["employee_id"])
+    owners = iter(rng.sample(staff, len(staff)) * 3)
+    for group in groups.values():
+        group["owner"] = next(owners)
+    approval = [g for g in target if g not in current][:2]
+    for gid in approval:
+        groups[gid]["approval_required"] = True
+    for gid in rng.sample([g for g in groups if g not in target], 3):
+        groups[gid]["approval_required"] = True
+    away = rng.choice(approval)
+    delegate = rng.choice([s for s in staff if s not in {groups[g]["owner"] for g in approval}])
+    accounts[groups[away]["owner"]].update(out_of_office=True, delegate=delegate)
+    members = {gid: {m: True for m in rng.sample(staff + bosses, rng.randint(1, 4))} for gid in groups}
+    for gid in current:
+        members[gid][user] = True
     ticket_id = f"IT-{rng.randint(1000, 9999)}"
-    extra = roles["extra"]
-    description = (f"New starter {preferred} {last} (HR id {hire_id}) joins {ticket_department} on "
-                   f"{start.isoformat()} as role {role}. Manager: {manager_name}. Please set up "
-                   f"the standard access for {role}. {preferred}'s manager also asked for {extra} "
-                   f"({groups[extra]['description'].lower()}).")
-    tickets = {ticket_id: {"ticket_id": ticket_id, "title": f"Onboarding: {preferred} {last}", "status": "open",
-                           "opened_by": manager, "description": description}}
-
-    expected_groups = [roles["prerequisite"], roles["with_prerequisite"], roles["successor"],
-                       roles["with_approval"]] + ([] if contractor else [extra])
-    state = {"accounts": accounts, "hr": people, "groups": groups, "members": members,
-             "roles": {role: {"role": role, "department": hr_department, "groups": profile}},
-             "tickets": tickets, "requests": {}}
-    plan = {"company": company, "ticket_id": ticket_id, "hire_id": hire_id, "base": base, "username": username,
-            "department": hr_department, "manager": manager, "namesake": next(m for m in managers if m != manager),
-            "contract_end": contract_end, "contractor": contractor, "role": role, "profile": profile,
-            "extra": extra, "prerequisite": roles["prerequisite"], "successor": roles["successor"],
-            "approval_groups": roles["approval_groups"], "approver": roles["approver"],
-            "owners": {g: groups[g]["owner"] for g in roles["approval_groups"]}, "expected_groups": expected_groups}
+    ticket_department = department if rng.randint(0, 1) else old_department
+    name = accounts[user]["display_name"]
+    tickets = {ticket_id: {"ticket_id": ticket_id, "title": f"Role change: {name}", "status": "open",
+                           "opened_by": boss, "description": (
+                               f"{name} ({user}, HR id {accounts[user]['employee_id']}) moves to {ticket_department} "
+                               f"as {role}. Manager: {boss_first} {boss_last}. Please update the account and set up "
+                               f"the access of {role}; they also need {needed[6]}.")}}
+    state = {"accounts": accounts, "hr": hr, "groups": groups, "members": members, "tickets": tickets,
+             "roles": {role: {"role": role, "department": department, "permissions": sorted(needed[:6])}},
+             "requests": {}}
+    plan = {"company": rng.choice(COMPANIES), "ticket_id": ticket_id, "user": user, "role": role,
+            "department": department, "manager": boss, "namesake": next(b for b in bosses if b != boss),
+            "expires": contract_end, "contractor": contractor, "needed": sorted(needed), "current": current,
+            "target": target, "approval": approval, "owners": {g: groups[g]["owner"] for g in approval},
+            "approver": {g: delegate if groups[g]["owner"] == groups[away]["owner"] else groups[g]["owner"]
+                         for g in approval}}
     return {"state": state, "today": today, "first_request": rng.randint(100, 899), "plan": plan}
 
 
-def _namesake_accounts(rng: ItemRng, directory: _Directory, legal_first: str, last: str) -> tuple[str, str]:
-    """Accounts of namesakes, disabled and active, that take the new starter's first usernames; returns the base
-    username and the first free one."""
-    base = _base_username(legal_first, last)
-    taken_numbers = rng.choice([[1], [1, 2], [1, 3], [1, 2, 4], [1, 2, 3]])
-    initial = base[0]
-    namesake_firsts = [f for f in STAFF_FIRST if _ascii_letters(f)[0] == initial] or [initial.upper() + "."]
-    for n in taken_numbers:
-        username = base if n == 1 else f"{base}{n}"
-        directory.add_account(username, rng.choice(namesake_firsts), last, rng.choice(DEPARTMENTS),
-                              "disabled" if n == 1 or rng.randint(0, 2) == 0 else "active")
-    return base, next(f"{base}{n}" if n > 1 else base for n in range(1, 10) if n not in taken_numbers)
-
-
-def _staff_accounts(rng: ItemRng, directory: _Directory) -> tuple[str, list[str], str, list[str]]:
-    """The manager and a namesake of theirs (HR's employee id tells them apart), and ten other staff: returns the
-    manager's name, both managers' usernames, the manager's, and the staff's."""
-    manager_first, manager_last = rng.choice(STAFF_FIRST), rng.choice(STAFF_LAST)
-    managers = []
-    for _ in range(2):
-        managers.append(directory.add_account(directory.free_username(manager_first, manager_last), manager_first,
-                                              manager_last, rng.choice(DEPARTMENTS)))
-    manager = rng.choice(managers)
-    staff = []
-    while len(staff) < 10:
-        first, surname = rng.choice(STAFF_FIRST), rng.choice(STAFF_LAST)
-        if f"{first} {surname}" == f"{manager_first} {manager_last}":
-            continue
-        staff.append(directory.add_account(directory.free_username(first, surname), first, surname,
-                                           rng.choice(DEPARTMENTS)))
-    return f"{manager_first} {manager_last}", managers, manager, staff
-
-
-def _access_groups(rng: ItemRng, directory: _Directory, staff: list[str], managers: list[str]
-                   ) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, bool]], dict[str, Any]]:
-    """The groups (the role's profile holds one with a prerequisite, a retired one and an approval one; the ticket
-    adds an employees-only one; one approval owner is away with a delegate), their members and each group's part."""
-    chosen = rng.sample(GROUP_POOL, 7)
-    gids = [f"grp-{name}" for name, _ in chosen]
-    prerequisite, with_prerequisite, retired, with_approval, extra = gids[:5]
-    successor = f"{retired}-v2"
-    owners = rng.sample(staff, 8)
-    groups: dict[str, dict[str, Any]] = {}
-    for (name, description), gid, owner in zip(chosen, gids, owners):
-        groups[gid] = {"group_id": gid, "description": description, "owner": owner, "requires": [],
-                       "approval_required": False, "employees_only": False, "status": "active", "replaced_by": None}
-    groups[with_prerequisite]["requires"] = [prerequisite]
-    groups[retired].update(status="retired", replaced_by=successor, approval_required=rng.randint(0, 1) == 1)
-    groups[successor] = {"group_id": successor, "description": f"{groups[retired]['description']} (replaces "
-                         f"{retired})", "owner": owners[7], "requires": [], "approval_required": True,
-                         "employees_only": False, "status": "active", "replaced_by": None}
-    groups[with_approval]["approval_required"] = True
-    groups[extra]["employees_only"] = True
-    approval_groups = [successor, with_approval]
-    away = rng.choice(approval_groups)
-    away_owner = groups[away]["owner"]
-    delegate = rng.choice([s for s in staff if s not in (groups[successor]["owner"], groups[with_approval]["owner"])])
-    directory.accounts[away_owner].update(out_of_office=True, delegate=delegate)
-    approver = {g: delegate if g == away else groups[g]["owner"] for g in approval_groups}
-    members = {gid: {} for gid in groups}
-    for gid in members:
-        for member in rng.sample(staff + managers, rng.randint(2, 5)):
-            members[gid][member] = True
-    return groups, members, {"prerequisite": prerequisite, "with_prerequisite": with_prerequisite,
-                             "retired": retired, "with_approval": with_approval, "extra": extra,
-                             "successor": successor, "approval_groups": approval_groups, "approver": approver}
-
-
 class DirectoryEnv(Environment):
-    """Mock IT services: HR records, the account directory, the group catalogue, access requests and tickets."""
+    """Mock IT services: tickets, HR records, the account directory, roles, groups and access requests."""
 
     def __init__(self, world: dict[str, Any]):
         super().__init__()
@@ -872,25 +840,19 @@ class DirectoryEnv(Environment):
             raise ToolError(f"no group '{group_id}'")
         return group
 
-    def _date(self, value: str, what: str) -> str:
+    def _date(self, value: str) -> str:
         try:
-            day = date.fromisoformat(_text(value, what))
+            day = date.fromisoformat(_text(value, "expires"))
         except ValueError:
-            raise ToolError(f"{what} must be a date YYYY-MM-DD") from None
+            raise ToolError("expires must be a date YYYY-MM-DD") from None
         if day <= self._today:
-            raise ToolError(f"{what} must be after today ({self._today.isoformat()})")
+            raise ToolError(f"expires must be after today ({self._today.isoformat()})")
         return day.isoformat()
 
-    def _manager(self, username: str) -> str:
-        account = self._account(username)
-        if account["status"] != "active":
-            raise ToolError(f"manager account '{account['username']}' is not active")
-        return account["username"]
-
-    def _department(self, department: str) -> str:
-        if department not in DEPARTMENTS:
-            raise ToolError(f"unknown department '{department}' (departments: {', '.join(DEPARTMENTS)})")
-        return department
+    @tool("Documentation of the access services. Topics: 'groups' (how memberships grant permissions), "
+          "'permissions', 'approvals', 'accounts'.", {"topic": {"type": "string", "enum": list(ACCESS_DOCS)}})
+    def describe_api(self, topic: str) -> Any:
+        return {"topic": topic, "text": ACCESS_DOCS[topic]}
 
     @tool("Ticketing: read one ticket.", {"ticket_id": {"type": "string"}})
     def get_ticket(self, ticket_id: str) -> Any:
@@ -899,64 +861,28 @@ class DirectoryEnv(Environment):
             raise ToolError(f"no ticket '{ticket_id}'")
         return copy.deepcopy(ticket)
 
-    @tool("HR system: one person's HR record by employee id: legal and preferred names, employment type "
-          "('employee' or 'contractor') and contract end, department, role, manager's employee id and start date.",
-          {"employee_id": {"type": "string"}})
+    @tool("HR system: one person's record by employee id.", {"employee_id": {"type": "string"}})
     def get_hr_record(self, employee_id: str) -> Any:
         record = self.state["hr"].get(_text(employee_id, "employee_id").upper())
         if record is None:
             raise ToolError(f"no HR record for '{employee_id}'")
         return copy.deepcopy(record)
 
-    @tool("Directory: search accounts. Matches usernames that start with the query, display names that contain it, "
-          "or an exact employee id. Returns up to 20 summaries (username, display name, employee id, department, "
-          "status); disabled accounts are included.",
-          {"query": {"type": "string"}})
+    @tool("Directory: search accounts (see describe_api 'accounts'); up to 10 summaries.", {"query": {"type": "string"}})
     def search_accounts(self, query: str) -> Any:
         wanted = _text(query, "query").lower()
-        hits = [a for a in self.state["accounts"].values()
-                if a["username"].startswith(wanted) or wanted in a["display_name"].lower()
-                or a["employee_id"].lower() == wanted]
-        return [{k: a[k] for k in ("username", "display_name", "employee_id", "department", "status")}
-                for a in sorted(hits, key=lambda a: a["username"])[:20]]
+        hits = [a for a in self.state["accounts"].values() if a["username"].startswith(wanted)
+                or wanted in a["display_name"].lower() or a["employee_id"].lower() == wanted]
+        return [{k: a[k] for k in ("username", "display_name", "employee_id", "department")}
+                for a in sorted(hits, key=lambda a: a["username"])[:10]]
 
-    @tool("Directory: one account in full, with its manager, expiry, out-of-office status and delegate, and the "
-          "groups it belongs to.", {"username": {"type": "string"}})
+    @tool("Directory: one account in full, with the groups it is a member of.", {"username": {"type": "string"}})
     def get_account(self, username: str) -> Any:
         account = self._account(username)
         groups = sorted(g for g, m in self.state["members"].items() if account["username"] in m)
         return {**copy.deepcopy(account), "groups": groups}
 
-    @tool("Directory: create the account of an HR employee id that has no account yet. The username must be "
-          "lower-case letters optionally followed by digits, and free. manager is the manager's username. expires "
-          "(optional, YYYY-MM-DD) disables the account after that day; leave it out for no expiry.",
-          {"employee_id": {"type": "string"}, "username": {"type": "string"}, "department": {"type": "string"},
-           "manager": {"type": "string"}, "expires": {"type": "string"}},
-          required=["employee_id", "username", "department", "manager"])
-    def create_account(self, employee_id: str, username: str, department: str, manager: str,
-                       expires: str | None = None) -> Any:
-        record = self.state["hr"].get(_text(employee_id, "employee_id").upper())
-        if record is None:
-            raise ToolError(f"no HR record for '{employee_id}'")
-        holder = next((a for a in self.state["accounts"].values() if a["employee_id"] == record["employee_id"]), None)
-        if holder is not None:
-            raise ToolError(f"{record['employee_id']} already has the account '{holder['username']}'")
-        name = _text(username, "username")
-        if not USERNAME_PATTERN.match(name) or len(name) > 32:
-            raise ToolError("username must be lower-case letters a-z optionally followed by digits, at most 32")
-        if name in self.state["accounts"]:
-            raise ToolError(f"username '{name}' is taken")
-        account = {"username": name, "display_name": f"{record['preferred_first_name'] or record['legal_first_name']}"
-                                                     f" {record['legal_last_name']}",
-                   "employee_id": record["employee_id"], "department": self._department(department),
-                   "manager": self._manager(manager), "status": "active",
-                   "expires": None if expires is None else self._date(expires, "expires"),
-                   "out_of_office": False, "delegate": None}
-        self.state["accounts"][name] = account
-        return copy.deepcopy(account)
-
-    @tool("Directory: change an account's department, manager (a username) or expiry (YYYY-MM-DD, or an empty "
-          "string for no expiry). Give only the fields to change.",
+    @tool("Directory: change an account's department, manager or expires; give only the fields to change.",
           {"username": {"type": "string"}, "department": {"type": "string"}, "manager": {"type": "string"},
            "expires": {"type": "string"}}, required=["username"])
     def update_account(self, username: str, department: str | None = None, manager: str | None = None,
@@ -964,41 +890,41 @@ class DirectoryEnv(Environment):
         account = self._account(username)
         changes: dict[str, Any] = {}
         if department is not None:
-            changes["department"] = self._department(department)
+            if department not in DEPARTMENTS:
+                raise ToolError(f"unknown department '{department}' (departments: {', '.join(DEPARTMENTS)})")
+            changes["department"] = department
         if manager is not None:
-            changes["manager"] = self._manager(manager)
+            changes["manager"] = self._account(manager)["username"]
         if expires is not None:
-            changes["expires"] = None if not expires.strip() else self._date(expires, "expires")
+            changes["expires"] = None if not expires.strip() else self._date(expires)
         if not changes:
             raise ToolError("nothing to change")
         account.update(changes)
         return copy.deepcopy(account)
 
-    @tool("Access: the access profile of a role: the groups its holders get.", {"role": {"type": "string"}})
-    def get_role_profile(self, role: str) -> Any:
+    @tool("Access: a role's profile: the permissions its holders need.", {"role": {"type": "string"}})
+    def get_role(self, role: str) -> Any:
         profile = self.state["roles"].get(_text(role, "role").upper())
         if profile is None:
             raise ToolError(f"no role '{role}'")
         return copy.deepcopy(profile)
 
-    @tool("Access: one group: description, owner (a username), the groups it requires its members to be in first, "
-          "whether joining needs an approved access request, whether it is for employees only (never "
-          "contractors), and status ('active' or 'retired', with replaced_by naming the successor).",
-          {"group_id": {"type": "string"}})
+    @tool("Access: one page of the group catalogue (id and status).", {"page": {"type": "integer"}})
+    def list_groups(self, page: int) -> Any:
+        rows = [{"group_id": g["group_id"], "status": g["status"]} for g in self.state["groups"].values()]
+        listing = _paged(rows, page, GROUP_PAGE)
+        return {"page": listing["page"], "pages": listing["pages"], "groups": listing["rows"]}
+
+    @tool("Access: one group in full.", {"group_id": {"type": "string"}})
     def get_group(self, group_id: str) -> Any:
         group = self._group(group_id)
         return {**copy.deepcopy(group), "member_count": len(self.state["members"][group["group_id"]])}
 
-    @tool("Access: ask an approver to approve adding an account to a group that needs approval. The request cites "
-          "the ticket it serves. Only the group's owner may approve, or the owner's delegate while the owner is out "
-          "of office. Returns the request with its status: 'approved' at once when the approver may approve and is "
-          "at work, 'pending' while the approver is out of office, 'rejected' when the approver may not approve.",
+    @tool("Access: ask an approver to approve adding an account to a group; the request cites a ticket.",
           {"group_id": {"type": "string"}, "username": {"type": "string"}, "approver": {"type": "string"},
            "ticket_id": {"type": "string"}})
     def request_approval(self, group_id: str, username: str, approver: str, ticket_id: str) -> Any:
-        group = self._group(group_id)
-        account = self._account(username)
-        approving = self._account(approver)
+        group, account, approving = self._group(group_id), self._account(username), self._account(approver)
         if not group["approval_required"] or group["status"] != "active":
             raise ToolError(f"{group['group_id']} does not take access requests")
         owner = self.state["accounts"][group["owner"]]
@@ -1016,17 +942,12 @@ class DirectoryEnv(Environment):
         self.state["requests"][request_id] = request
         return copy.deepcopy(request)
 
-    @tool("Access: add an account to a group. Refused for a retired group, before the account is in every group "
-          "the group requires, and, for a group that needs approval, without an approved access request for this "
-          "account and group.",
-          {"group_id": {"type": "string"}, "username": {"type": "string"}})
+    @tool("Access: add an account to a group.", {"group_id": {"type": "string"}, "username": {"type": "string"}})
     def add_to_group(self, group_id: str, username: str) -> Any:
         group, account = self._group(group_id), self._account(username)
         gid, name = group["group_id"], account["username"]
         if group["status"] != "active":
-            raise ToolError(f"{gid} is retired; its successor is {group['replaced_by']}")
-        if account["status"] != "active":
-            raise ToolError(f"account '{name}' is {account['status']}")
+            raise ToolError(f"{gid} is retired")
         if name in self.state["members"][gid]:
             raise ToolError(f"'{name}' is already in {gid}")
         missing = [g for g in group["requires"] if name not in self.state["members"][g]]
@@ -1049,18 +970,18 @@ class DirectoryEnv(Environment):
 
 
 ACCESS_CHECKS = (
-    Check("others_untouched", "No existing account or existing membership was changed.", guard=True),
-    Check("account", "Exactly one account for the new starter, with the policy's username."),
+    Check("others_untouched", "No other account, membership or approval of anyone else was changed.", guard=True),
     Check("account_fields", "The account's department, manager and expiry follow HR and the policy."),
-    Check("groups", "The account is in exactly the profile's groups (successor for the retired one), the "
-                    "prerequisite and, for an employee only, the extra group."),
-    Check("approvals", "Every approval group has an approved request from the right approver citing the ticket."),
-    Check("answer", "The answer names the new username."),
+    Check("permissions_exact", "The account's effective permissions are exactly the role's plus the ticket's extra."),
+    Check("least_groups", "The account is in exactly the policy's optimal group set: fewest groups, then most kept "
+                          "memberships, no employees-only group for a contractor.", 2.0),
+    Check("approvals", "Every approval group joined has an approved request from the right approver citing the ticket."),
+    Check("answer", "The answer lists the account's final groups."),
 )
 
 
 def access_provisioning(rng: ItemRng) -> AgTask:
-    """Provision a new starter's account and group access across HR, directory, access and ticketing services."""
+    """Move an account to a new role with a least-privilege group set across HR, directory and access services."""
     world = _access_world(rng)
     reference, wasteful = _access_scripts(world)
     return AgTask(_access_prompt(world), lambda: DirectoryEnv(world), ACCESS_CHECKS,
@@ -1068,76 +989,88 @@ def access_provisioning(rng: ItemRng) -> AgTask:
 
 
 def _access_prompt(world: dict[str, Any]) -> str:
-    """The ticket to work and the provisioning policy."""
     plan = world["plan"]
     return (
-        f"You are the IT access administrator at {plan['company']}. Today is {world['today'].isoformat()}. "
-        f"Ticket {plan['ticket_id']} asks you to set up a new starter. Work from the ticket, and treat the HR record "
-        "as the source of truth for the person's legal name, department, manager and employment type.\n\n"
-        "Provisioning policy:\n"
-        "1. Create exactly one directory account. Its username is the first letter of the legal first name "
-        "followed by the legal last name, in lower-case letters a-z only (drop accents: é->e, ñ->n, ü->u; remove "
-        "spaces, hyphens, apostrophes and dots). If that username is taken by any account, active or disabled, "
-        "append the lowest number from 2 upwards that gives a free username.\n"
-        "2. Set the account's department and manager (the manager's username) from HR. A contractor's account "
+        f"You are the IT access administrator at {plan['company']}. Today is {world['today'].isoformat()}. Work "
+        f"ticket {plan['ticket_id']}. The HR record is the source of truth for the person's department, manager, "
+        "employment type and contract end.\n\n"
+        "Policy:\n"
+        "1. Set the account's department and manager (the manager's username) from HR. A contractor's account "
         "expires on the contract end date; an employee's account has no expiry.\n"
-        "3. Add the account to every group of the role's access profile and to any extra group the ticket asks "
-        "for. A retired group is replaced by its successor. Groups that a group requires are joined first and "
-        "are part of the access. Groups for employees only are never given to contractors: skip them.\n"
-        "4. A group that needs approval needs an approved access request citing the ticket, from the group's "
-        "owner, or from the owner's delegate while the owner is out of office.\n"
-        "Change nothing else.\n\n"
-        "When you are done, call submit with the new account's username."
+        "2. After your changes the account's effective permissions must be exactly the new role's permissions plus "
+        "any extra permission the ticket asks for: nothing missing and nothing more. Groups for employees only are "
+        "never given to contractors. Use as few groups as possible; among equally small sets, keep as many of the "
+        "account's current memberships as possible. Remove every membership the final set does not need.\n"
+        "3. Joining a group that needs approval needs an approved access request citing the ticket, from the "
+        "group's owner, or from the owner's delegate while the owner is out of office.\n"
+        "The access services are documented in describe_api. Change nothing else.\n\n"
+        "When you are done, call submit with the account's final list of groups."
     )
 
 
 def _check_access(world: dict[str, Any], env: Environment, answer: str | None) -> dict[str, bool]:
-    """The provisioning checks on the directory and the answer."""
     plan, initial, state = world["plan"], world["state"], env.state
-    old = initial["accounts"]
-    untouched = all(state["accounts"].get(name) == account for name, account in old.items()) and all(
-        {m for m in state["members"][gid] if m in old} == set(members)
-        for gid, members in initial["members"].items())
-    mine = [a for a in state["accounts"].values() if a["employee_id"] == plan["hire_id"]]
-    account = mine[0] if len(mine) == 1 else None
-    name = account["username"] if account else None
-    requests = [r for r in state["requests"].values() if r["username"] == name and r["status"] == "approved"]
+    user = plan["user"]
+    others = [n for n in initial["accounts"] if n != user]
+    untouched = all(state["accounts"].get(n) == initial["accounts"][n] for n in others) and all(
+        {m for m in state["members"][g] if m != user} == set(initial["members"][g]) - {user}
+        for g in initial["members"]) and all(r["username"] == user for r in state["requests"].values())
+    account = state["accounts"][user]
+    groups = sorted(g for g, m in state["members"].items() if user in m)
+    held = frozenset().union(*(_effective(state["groups"], g) for g in groups)) if groups else frozenset()
+    approved = [r for r in state["requests"].values() if r["username"] == user and r["status"] == "approved"]
     return {
         "others_untouched": untouched,
-        "account": account is not None and name == plan["username"],
-        "account_fields": account is not None and account["department"] == plan["department"]
-                          and account["manager"] == plan["manager"] and account["expires"] == plan["contract_end"],
-        "groups": account is not None and sorted(g for g, m in state["members"].items() if name in m) == sorted(
-            plan["expected_groups"]),
-        "approvals": account is not None and all(
+        "account_fields": account["department"] == plan["department"] and account["manager"] == plan["manager"]
+                          and account["expires"] == plan["expires"],
+        "permissions_exact": held == frozenset(plan["needed"]),
+        "least_groups": groups == plan["target"],
+        "approvals": groups == plan["target"] and all(
             any(r["group_id"] == g and r["approver"] == plan["approver"][g] and r["ticket_id"] == plan["ticket_id"]
-                for r in requests) for g in plan["approval_groups"]),
-        "answer": mentions(answer or "", plan["username"], ALNUM),
+                for r in approved) for g in plan["approval"]),
+        "answer": all(mentions(answer or "", g) for g in plan["target"]),
     }
+
+
+def _join_order(groups: dict[str, Any], wanted: list[str], current: list[str]) -> list[str]:
+    """The groups to join, each after the groups it requires."""
+    done, order = set(current), []
+    while len(order) < len([g for g in wanted if g not in current]):
+        for gid in wanted:
+            if gid not in done and all(r in done for r in groups[gid]["requires"]):
+                order.append(gid)
+                done.add(gid)
+    return order
 
 
 def _access_scripts(world: dict[str, Any]) -> tuple[tuple[Call, ...], tuple[Call, ...]]:
     """The efficient agent's calls, and a wasteful one with repeated reads and a manager set wrong then fixed."""
-    plan = world["plan"]
-    user, ticket = plan["username"], plan["ticket_id"]
-    hr_manager = world["state"]["accounts"][plan["manager"]]["employee_id"]
-    account = {"employee_id": plan["hire_id"], "username": user, "department": plan["department"],
-               "manager": plan["manager"]}
-    if plan["contract_end"]:
-        account["expires"] = plan["contract_end"]
-    reads = (Call("get_ticket", {"ticket_id": ticket}), Call("get_hr_record", {"employee_id": plan["hire_id"]}),
-             Call("search_accounts", {"query": plan["base"]}), Call("search_accounts", {"query": hr_manager}))
-    groups = (Call("get_role_profile", {"role": plan["role"]}),
-              *[Call("get_group", {"group_id": g}) for g in [*plan["profile"], plan["extra"]]],
-              Call("get_group", {"group_id": plan["prerequisite"]}), Call("get_group", {"group_id": plan["successor"]}),
-              *[Call("get_account", {"username": plan["owners"][g]}) for g in plan["approval_groups"]])
+    plan, state = world["plan"], world["state"]
+    user, ticket = plan["user"], plan["ticket_id"]
+    pages = -(-len(state["groups"]) // GROUP_PAGE)
+    reads = (Call("get_ticket", {"ticket_id": ticket}),
+             Call("get_hr_record", {"employee_id": state["accounts"][user]["employee_id"]}),
+             Call("get_account", {"username": user}),
+             Call("search_accounts", {"query": state["accounts"][plan["manager"]]["employee_id"]}),
+             *[Call("describe_api", {"topic": t}) for t in ACCESS_DOCS], Call("get_role", {"role": plan["role"]}),
+             *[Call("list_groups", {"page": p}) for p in range(1, pages + 1)],
+             *[Call("get_group", {"group_id": g}) for g, group in state["groups"].items()
+               if group["status"] == "active"],
+             *[Call("get_account", {"username": o}) for o in dict.fromkeys(plan["owners"][g] for g in plan["approval"])])
+    fields = {"username": user, "department": plan["department"], "manager": plan["manager"],
+              "expires": plan["expires"] or ""}
+    if plan["expires"] is None and state["accounts"][user]["expires"] is None:
+        del fields["expires"]
     approvals = tuple(Call("request_approval", {"group_id": g, "username": user, "approver": plan["approver"][g],
-                                                "ticket_id": ticket}) for g in plan["approval_groups"])
-    joins = tuple(Call("add_to_group", {"group_id": g, "username": user}) for g in plan["expected_groups"])
-    submit = Call("submit", {"answer": user})
-    reference = (*reads, Call("create_account", account), *groups, *approvals, *joins, submit)
-    wasteful = (reads[0], reads[0], reads[1], reads[1], *reads[2:],
-                Call("create_account", {**account, "manager": plan["namesake"]}),
+                                                "ticket_id": ticket}) for g in plan["approval"])
+    removals = tuple(Call("remove_from_group", {"group_id": g, "username": user})
+                     for g in plan["current"] if g not in plan["target"])
+    joins = tuple(Call("add_to_group", {"group_id": g, "username": user})
+                  for g in _join_order(state["groups"], plan["target"], plan["current"]))
+    submit = Call("submit", {"answer": "Final groups: " + ", ".join(plan["target"])})
+    reference = (*reads, Call("update_account", fields), *approvals, *removals, *joins, submit)
+    wasteful = (reads[0], reads[0], *reads[1:3], reads[2], *reads[3:],
+                Call("update_account", {**fields, "manager": plan["namesake"]}),
                 Call("update_account", {"username": user, "manager": plan["manager"]}),
-                *groups, *approvals, *joins, submit)
+                *approvals, *removals, *joins, submit)
     return reference, wasteful
