@@ -196,6 +196,8 @@ def export_html(run: Path) -> Path:
 
 def cmd_rubric_check(args: argparse.Namespace) -> int:
     """Judge every anchor of the judge-graded items as a run judges an answer and test each required order."""
+    from esac_kit.model_params import check_model_params, openai_reasoning, parse_model_params
+    from esac_kit.providers import parse_model
     from esac_kit.runner import RetryPolicy
 
     suite = _suite(args)
@@ -209,8 +211,17 @@ def cmd_rubric_check(args: argparse.Namespace) -> int:
     if judge_name is None:
         raise ConfigError("no judge: pass --judge MODEL")
     policy = RetryPolicy(outage_budget_s=args.outage_budget_s, base_s=args.retry_base_s, max_attempts=args.max_attempts)
+    params = parse_model_params(args.model_param)
+    if params.recorded() and pin and judge_name == pin.model:
+        raise ConfigError(f"-M: the pinned judge {pin.model} takes the suite's parameters only (amendment 001 §5); "
+                          f"-M applies to another judge under test (--judge MODEL)")
+    ref = parse_model(judge_name)
+    if openai_reasoning(ref, params):  # it takes no temperature: the pinned one cannot be sent to it
+        print(f"NOTE: {judge_name} is a reasoning model: the suite's judge temperature is not sent", flush=True)
+    check_model_params(ref, params, 1.0 if openai_reasoning(ref, params) else pin.temperature if pin else 0.7,
+                       pin.max_tokens if pin else 1024)
     outcome = kind_of(judged[0]).check_rubrics(suite, judged, judge_name, args.pack, policy,
-                                               lambda text: print(text, flush=True))
+                                               lambda text: print(text, flush=True), params)
     print(outcome.table)
     print(outcome.summary)
     if outcome.failed:
@@ -402,6 +413,8 @@ def build_parser() -> argparse.ArgumentParser:
     rubric_check.add_argument("item", nargs="?", help="one judge-graded item (default: all)")
     rubric_check.add_argument("--judge", help="judge model (default: the suite's pinned judge)")
     rubric_check.add_argument("--pack", type=Path, help="also check the variants of a private item pack")
+    rubric_check.add_argument("-M", "--model-param", action="append", metavar="KEY=VALUE",
+                              help="a parameter of a judge under test (not the pinned judge), as for run")
     rubric_check.add_argument("--outage-budget-s", type=positive_float, default=600.0,
                               help="retry a failing judge call for up to this many seconds (default 600)")
     rubric_check.add_argument("--max-attempts", type=positive_int, default=None, help="attempts per judge call")

@@ -136,7 +136,7 @@ class Kind:
         return None
 
     def check_rubrics(self, suite, items: list[ItemSpec], judge: str, pack, policy,
-                      say: Callable[[str], None]) -> VerifyOutcome:
+                      say: Callable[[str], None], params=None) -> VerifyOutcome:
         """Judge the items' anchors and test their required orders (`esac-kit rubric check`)."""
         raise ConfigError(f"{self.name} items have no rubric to check")
 

@@ -50,14 +50,17 @@ def _(args):
     model = mo.ui.text(value=str(args.get("model", "local")), label="model", full_width=True)
     judge = mo.ui.text(value=str(args.get("judge", "")), full_width=True,
                        label="judge (empty: the suite's pinned judge; local for the local model)")
+    model_params = mo.ui.text(value=" ".join(watch.as_list(args.get("M"))), full_width=True,
+                              label="model parameters, as -M: KEY=VALUE separated by spaces (e.g. reasoning_effort=high "
+                                    "thinking_budget=8192 stream=false)")
     concurrency = mo.ui.slider(1, 32, value=int(args.get("concurrency", 4)), label="concurrency", show_value=True)
     use_cache = mo.ui.checkbox(value=not watch.arg_flag(args, "no-cache"), label="use the response cache")
     _wanted = [Path(p) for p in watch.as_list(args.get("resume"))]
     _runs = {watch.run_label(f): str(f) for f in [*_wanted, *watch.find_runs(reports_dir)]}
     resume = mo.ui.dropdown({"(new run)": "", **_runs}, label="resume",
                             value=watch.run_label(_wanted[0]) if _wanted else "(new run)")
-    return (concurrency, judge, model, pack, pool_choice, reports_dir, resume, seed, seed_file, suite_choice,
-            use_cache)
+    return (concurrency, judge, model, model_params, pack, pool_choice, reports_dir, resume, seed, seed_file,
+            suite_choice, use_cache)
 
 
 @app.cell
@@ -76,12 +79,12 @@ def _():
 
 
 @app.cell
-def _(concurrency, judge, model, only, pack, pool_choice, resume, run_button, seed, seed_file, suite_choice,
-      use_cache):
+def _(concurrency, judge, model, model_params, only, pack, pool_choice, resume, run_button, seed, seed_file,
+      suite_choice, use_cache):
     mo.vstack([
         mo.hstack([suite_choice, pool_choice, seed], justify="start"),
         mo.hstack([seed_file, pack], justify="start"),
-        model, judge, mo.hstack([concurrency, use_cache], justify="start"), only,
+        model, model_params, judge, mo.hstack([concurrency, use_cache], justify="start"), only,
         mo.hstack([resume, run_button], justify="start"),
     ])
     return
@@ -104,8 +107,8 @@ def live_view(plan, observations):
 
 
 @app.cell
-def _(concurrency, judge, model, only, pack, pool_choice, reports_dir, resume, run_button, seed, seed_file,
-      suite_choice, use_cache):
+def _(concurrency, judge, model, model_params, only, pack, pool_choice, reports_dir, resume, run_button, seed,
+      seed_file, suite_choice, use_cache):
     mo.stop(not run_button.value, mo.md("Set the run up and press **Run**."))
     _seed_file = Path(seed_file.value) if seed_file.value.strip() else None
     try:
@@ -116,7 +119,7 @@ def _(concurrency, judge, model, only, pack, pool_choice, reports_dir, resume, r
                 suite_choice.value, pool_choice.value, model.value, judge.value or None, concurrency.value,
                 seed=seed.value.strip() or None, seed_file=_seed_file,
                 pack=Path(pack.value) if pack.value.strip() else None, only=list(only.value) or None,
-                reports_dir=reports_dir)
+                reports_dir=reports_dir, model_params=model_params.value.split() or None)
         problem = None
     except EsacError as _error:
         plan, problem = None, str(_error)

@@ -214,3 +214,16 @@ def test_rubric_check_runs_end_to_end_on_the_embedded_judge(capsys):
     assert code in (0, 1)  # the tiny model may well violate the order; it must judge every anchor
     assert "variants produce their required order" in output
     assert re.search(r"ideal \d\.\d{3} \(\d\.\d\d, \d\.\d\d\)", output)
+
+
+def test_rubric_check_passes_model_parameters_to_a_judge_under_test_but_never_to_the_pinned_judge(capsys):
+    seen = []
+    judge = anchor_levels_judge()
+    with LoopbackServer(lambda body: seen.append(body) or judge(body)) as server:
+        code = rubric_check("--judge", f"openai:o3@{server.url}", "-M", "reasoning_effort=high")
+        assert server.rejected == []
+    assert code == 0, capsys.readouterr().out
+    assert seen and all(b["reasoning_effort"] == "high" and "temperature" not in b for b in seen)
+    from test_bad_inputs import assert_one_line_exit_2, esac
+
+    assert_one_line_exit_2(esac("rubric", "check", "-M", "top_p=0.9"), "pinned judge", "takes the suite's parameters")

@@ -131,6 +131,18 @@ def test_run_notebook_runs_a_suite_and_resumes_a_run(tmp_path):
     assert server.requests - requests < 57  # the 20 finished observations were not asked again
 
 
+def test_run_notebook_takes_model_parameters_as_the_command_does(tmp_path):
+    with LoopbackServer(reference_answers()) as server:
+        args = {"model": f"openai:o3@{server.url}", "judge": f"openai:j@{server.url}", "reports": str(tmp_path),
+                "no-cache": "", "concurrency": 8, "M": "reasoning_effort=low"}
+        _, defs = notebook("run").run(defs={"args": args, "run_button": Pressed()})
+        assert server.rejected == []
+    assert defs["plan"].config.model_params == {"reasoning_effort": "low"} and defs["report"].total == 100
+    wrong = {"model": "openai:o3@http://127.0.0.1:9/v1", "reports": str(tmp_path / "w"), "M": "effort=low"}
+    outputs, defs = notebook("run").run(defs={"args": wrong, "run_button": Pressed()})
+    assert defs.get("plan") is None and "unknown model parameter" in text_of(outputs)
+
+
 def test_run_notebook_waits_for_the_button_and_reports_bad_input(tmp_path):
     _, defs = notebook("run").run(defs={"args": {"reports": str(tmp_path)}})
     assert "plan" not in defs and not list(tmp_path.iterdir())

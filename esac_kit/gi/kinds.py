@@ -150,10 +150,10 @@ class Judged(Kind):
         quoted = estimate_tokens((template.system or "") + template.messages[0]["content"]) + budgets.output_tokens
         return answers + [CallBound("judge", n, n * quoted, n * budgets.judge_max_tokens)]
 
-    def check_rubrics(self, suite, items, judge, pack, policy, say):
+    def check_rubrics(self, suite, items, judge, pack, policy, say, params=None):
         from esac_kit.gi.rubric_check import check_rubrics
 
-        return check_rubrics(suite, items, judge, pack, policy, say)
+        return check_rubrics(suite, items, judge, pack, policy, say, params)
 
     async def observe(self, runner, item, instance, replicate, slots):
         from esac_kit.errors import ConfigError

@@ -114,7 +114,8 @@ def format_checks(checks: list[VariantCheck]) -> str:
     return "\n".join(lines)
 
 
-def check_rubrics(suite, items: list[ItemSpec], judge_name: str, pack, policy: RetryPolicy, say) -> VerifyOutcome:
+def check_rubrics(suite, items: list[ItemSpec], judge_name: str, pack, policy: RetryPolicy, say,
+                  params=None) -> VerifyOutcome:
     """`esac-kit rubric check`: every public (and pack) variant of the items, judged under the suite's pinned sampling."""
     from esac_kit.instances import pack_item
     from esac_kit.providers import make_provider, parse_model
@@ -126,7 +127,8 @@ def check_rubrics(suite, items: list[ItemSpec], judge_name: str, pack, policy: R
     pin, ref = suite.manifest.judge, parse_model(judge_name)
     say(f"rubric check: {len(pairs)} variant(s), judge {judge_name}, {JUDGE_REPLICATES} judgements per anchor")
     with endpoints_for([judge_name]) as urls:
-        checks = asyncio.run(check_items(pairs, lambda client: make_provider(ref, client, urls.get(ref.provider)),
+        checks = asyncio.run(check_items(pairs, lambda client: make_provider(ref, client, urls.get(ref.provider),
+                                                                             params=params),
                                          pin.temperature if pin else 0.7, pin.max_tokens if pin else 1024, policy))
     violated = [f"{c.item_id} [{c.variant_id}]" for c in checks if not c.holds]
     return VerifyOutcome(format_checks(checks), f"{len(checks) - len(violated)}/{len(checks)} variants produce their "
