@@ -59,6 +59,18 @@ def test_a_gi_run_completes_against_an_openai_reasoning_model_with_the_parameter
     assert report["items"][0]["score"] == 1.0
 
 
+def test_an_ag_episode_completes_against_an_openai_reasoning_model_on_chat_completions(tmp_path):
+    seen = []
+    task, answer = thinking_tool_loop(seen)
+    with LoopbackServer(answer) as server:
+        assert esac_run("--suite", "ag", "--model", f"openai:gpt-5@{server.url}", "-M", "reasoning_effort=minimal",
+                        "--no-cache", "--reports", str(tmp_path), "--only", "tools-order-fulfilment") == 0
+        assert server.rejected == []
+    assert all("max_completion_tokens" in b and "temperature" not in b for b in seen)
+    report = load_report(run_folder_of(tmp_path))
+    assert report["efficiency"][0]["success"] and report["tokens"]["model_reasoning"] == 100 * len(seen)
+
+
 def test_the_emulated_reasoning_model_refuses_what_the_real_api_refuses():
     with LoopbackServer(lambda body: "hi") as server:
         url = f"{server.url}/chat/completions"
