@@ -70,13 +70,19 @@ def witness(consistent: bool, here: object, there: object) -> tuple[str, str]:
     return str(here), str(there)
 
 
-def choose(rng: ItemRng, known: list[Part], unknown: list[Part], low: int = 6, high: int = 8) -> list[Part] | None:
-    """low..high parts, 2..half of them undetermined, in random label positions; None when the draw lacks them."""
+def choose(rng: ItemRng, known: list[Part], unknown: list[Part], low: int = 6, high: int = 8,
+           first: list[Part] | None = None) -> list[Part] | None:
+    """low..high parts, 2..half of them undetermined, in random label positions; None when the draw lacks them.
+    One part of `first` (a part about a withdrawn fact), if any, is always among them."""
     n = rng.randint(low, high)
     k = rng.randint(2, n // 2)
     if len(unknown) < k or len(known) < n - k:
         return None
-    picked = _weighted_sample(rng, unknown, k) + _weighted_sample(rng, known, n - k)
+    lead = [rng.choice(first)] if first else []
+    open_lead = [p for p in lead if p.answer is None]
+    known_lead = [p for p in lead if p.answer is not None]
+    picked = (lead + _weighted_sample(rng, [p for p in unknown if p not in lead], k - len(open_lead))
+              + _weighted_sample(rng, [p for p in known if p not in lead], n - k - len(known_lead)))
     rng.shuffle(picked)
     return picked
 
@@ -807,7 +813,7 @@ def _chronicle_attempt(rng: ItemRng, events: int, links: int, withdrawn: int) ->
             if frozenset((0, A)) not in direct:
                 support = certificate((0, A), (A, 0))
                 known.append(Part(question, str(years[a]), weight=support ** 2 + 4, support=support))
-        else:
+        elif high - low <= 15 or A in stale:
             undetermined(question, years[a], worlds, lambda w, a=a: w[a],
                          120 if A in stale else {1: 50, 2: 25}.get(int(high - low), 6))
         question = f"In which decade did {names[a]} take place? Give the decade's first year (for the 1840s, 1840)."
@@ -828,7 +834,9 @@ def _chronicle_attempt(rng: ItemRng, events: int, links: int, withdrawn: int) ->
             if frozenset((A, B)) not in direct:
                 support = certificate((A, B), (B, A))
                 known.append(Part(question, str(gap), weight=support ** 2, support=support))
-        elif high - low <= 6 and (high > 0) == (low > 0) and (high < 0) == (low < 0):
+        elif frozenset((A, B)) in direct:
+            continue  # a statement relates the two outright: no test of determinability
+        elif (A, B) in stale_pairs or (high - low <= 6 and (high > 0) == (low > 0) and (high < 0) == (low < 0)):
             undetermined(question, gap, worlds, lambda w, a=a, b=b: abs(w[a] - w[b]),
                          120 if (A, B) in stale_pairs else {1: 40, 2: 20}.get(int(high - low), 4))
         question = f"Did {names[a]} take place in an earlier year than {names[b]}? Answer YES or NO."
@@ -840,7 +848,10 @@ def _chronicle_attempt(rng: ItemRng, events: int, links: int, withdrawn: int) ->
         elif high - low <= 8:
             undetermined(question, earlier, worlds, lambda w, a=a, b=b: "YES" if w[a] < w[b] else "NO",
                          25 if min(high, -low) <= 1 else 5, "text")
-    parts = choose(rng, known, unknown)
+    stale_parts = [p for p in unknown if p.weight >= 120]
+    if withdrawn and not stale_parts:
+        return None  # the withdrawal must matter to a part that is asked
+    parts = choose(rng, known, unknown, first=stale_parts)
     if parts is None:
         return None
     supports = [p.support for p in parts if p.answer is not None]
@@ -1071,13 +1082,15 @@ def _league_attempt(rng: ItemRng, teams: int, lost: int, struck: int, illegible:
     asks += [(f"How many of the {len(matches)} matches ended in a draw?", lambda s: sum(g == h for g, h in s), "number",
               []),
              ("How many goals were scored in the whole tournament?", lambda s: sum(g + h for g, h in s), "number", [])]
-    known, unknown = [], []
+    known, unknown, about_struck = [], [], []  # parts about a withdrawn score: one is always asked
     for question, ask, kind, involved in asks:
         here = ask(scores)
         values = {str(ask(w)) for w in worlds}
         if len(values) == 1:
             easy = any(local(t, ask) for t in involved)
             known.append(Part(question, str(here), kind, weight=2 if easy else 30, support=0 if easy else 1))
+            if any(names[matches[m][0]] in question and names[matches[m][1]] in question for m in struck_ids):
+                about_struck.append(known[-1])
         else:
             other = next(w for w in worlds if str(ask(w)) != str(here))
             tempting = any(m in struck_ids for m in hidden if names[matches[m][0]] in question
@@ -1085,7 +1098,9 @@ def _league_attempt(rng: ItemRng, teams: int, lost: int, struck: int, illegible:
             weight = 60 if tempting else 40 if len(values) == 2 else 15 if len(values) == 3 else 4
             unknown.append(Part(question, None, kind, witness=(other, *witness(consistent(other), here, ask(other))),
                                 weight=weight))
-    parts = choose(rng, known, unknown)
+            if tempting:
+                about_struck.append(unknown[-1])
+    parts = choose(rng, known, unknown, first=about_struck)
     if parts is None:
         return None
     figures = {"nodes": nodes, "completions": len(worlds), "hard_known": sum(p.support for p in parts),
@@ -1093,7 +1108,7 @@ def _league_attempt(rng: ItemRng, teams: int, lost: int, struck: int, illegible:
     return Case(context, parts, "a whole number or a team's name or DRAW, as the question asks", consistent, figures)
 
 
-def league_log(rng: ItemRng, *, teams: int = 6, lost: int = 4, struck: int = 1, illegible: int = 10,
+def league_log(rng: ItemRng, *, teams: int = 6, lost: int = 5, struck: int = 1, illegible: int = 10,
                most: int = 3) -> Generated:
     """A round robin with lost and withdrawn scores and an illegible table: which scores and entries are forced?"""
     return finish(build(rng, lambda r: _league_attempt(r, teams, lost, struck, illegible, most)))
