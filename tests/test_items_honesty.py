@@ -817,3 +817,18 @@ def test_league_withdrawn_score_is_a_trap_when_taken_at_face_value():
             assert "infeasible" in str(error)
             changed += 1
     assert changed >= SEEDS // 2
+
+
+@pytest.mark.parametrize("item_id", ITEMS)
+def test_the_independent_solver_catches_a_corrupted_key(item_id):
+    out = instances(item_id)[0]
+    solve = SOLVERS[item_id](context_and_questions(out.prompt)[0])
+    for k, part in enumerate(out.key.parts):  # flip one part each way: a declined answerable one, a claimed open one
+        parts = list(out.key.parts)
+        if part.answerable:
+            parts[k] = part.model_copy(update={"answerable": False, "answer": None})
+        else:
+            parts[k] = part.model_copy(update={"answerable": True, "answer": "7"})
+        corrupted = out.model_copy(update={"key": out.key.model_copy(update={"parts": parts})})
+        with pytest.raises(AssertionError):
+            check_key(corrupted, solve)

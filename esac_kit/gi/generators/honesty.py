@@ -508,7 +508,7 @@ def _stock_attempt(rng: ItemRng, products: int, depots: int, free: int, limits: 
         facts.append(Fact(tuple((pack_row * D + d, 1) for d in range(D)), "mod", pack,
                           f"{cap(names[pack_row])} are stocked only in sealed packs of {pack}, so every depot's count "
                           f"of {names[pack_row]} is a multiple of {pack}."))
-    base = integer_worlds(n, facts)
+    base = integer_worlds(n, facts, limit=40_000)
     if base is None or len(base) < 4:
         return None
     equality_rows = [f.row(n) for f in facts if f.op == "="]
@@ -609,7 +609,7 @@ def _cells(asks: list[tuple[str, list[int]]], question: str) -> list[int]:
     return next(cells for q, cells in asks if q == question)
 
 
-def stock_sheet(rng: ItemRng, *, products: int = 3, depots: int = 4, free: int = 2, limits: int = 3) -> Generated:
+def stock_sheet(rng: ItemRng, *, products: int = 3, depots: int = 4, free: int = 3, limits: int = 4) -> Generated:
     """A lost count sheet: some counts and sums follow from the notes, by combination or by squeezing, others not."""
     return finish(build(rng, lambda r: _stock_attempt(r, products, depots, free, limits)))
 
@@ -1062,40 +1062,42 @@ def _league_attempt(rng: ItemRng, teams: int, lost: int, struck: int, illegible:
             tables[key] = _standings(teams, matches, s)
         return tables[key]
 
-    asks: list[tuple[str, Callable, str, list[int]]] = []
+    asks: list[tuple[str, Callable, str, list[int], int]] = []  # (question, answer of a world, type, teams, weight)
     for m in hidden:
         home, away = matches[m]
         hn, an = names[home], names[away]
         asks += [(f"How many goals did {hn} score in their match against {an}?", lambda s, m=m: s[m][0], "number",
-                  [home, away]),
+                  [home, away], 1),
                  (f"How many goals did {an} score in their match against {hn}?", lambda s, m=m: s[m][1], "number",
-                  [home, away]),
+                  [home, away], 1),
                  (f"How many goals in total were scored in the match between {hn} and {an}?",
-                  lambda s, m=m: sum(s[m]), "number", [home, away]),
+                  lambda s, m=m: sum(s[m]), "number", [home, away], 1),
                  (f"Which team won the match between {hn} and {an}? Answer with the team's name, or DRAW if it was "
-                  "drawn.", lambda s, m=m: winner(s, m), "text", [home, away])]
+                  "drawn.", lambda s, m=m: winner(s, m), "text", [home, away], 2)]
     words = {0: "matches did {} win", 1: "matches did {} draw", 2: "matches did {} lose",
              3: "goals did {} score over the season", 4: "goals did {} concede over the season",
              5: "points did {} finish with"}
     for t, k in sorted(blank):
-        asks.append((f"How many {words[k].format(names[t])}?", lambda s, t=t, k=k: table_of(s)[t][k], "number", [t]))
+        asks.append((f"How many {words[k].format(names[t])}?", lambda s, t=t, k=k: table_of(s)[t][k], "number", [t],
+                     3))
     asks += [(f"How many of the {len(matches)} matches ended in a draw?", lambda s: sum(g == h for g, h in s), "number",
-              []),
-             ("How many goals were scored in the whole tournament?", lambda s: sum(g + h for g, h in s), "number", [])]
+              [], 3),
+             ("How many goals were scored in the whole tournament?", lambda s: sum(g + h for g, h in s), "number", [],
+              3)]
     known, unknown, about_struck = [], [], []  # parts about a withdrawn score: one is always asked
-    for question, ask, kind, involved in asks:
+    for question, ask, kind, involved, scale in asks:
         here = ask(scores)
         values = {str(ask(w)) for w in worlds}
         if len(values) == 1:
             easy = any(local(t, ask) for t in involved)
-            known.append(Part(question, str(here), kind, weight=2 if easy else 30, support=0 if easy else 1))
+            known.append(Part(question, str(here), kind, weight=scale * (2 if easy else 30), support=0 if easy else 1))
             if any(names[matches[m][0]] in question and names[matches[m][1]] in question for m in struck_ids):
                 about_struck.append(known[-1])
         else:
             other = next(w for w in worlds if str(ask(w)) != str(here))
             tempting = any(m in struck_ids for m in hidden if names[matches[m][0]] in question
                            and names[matches[m][1]] in question)
-            weight = 60 if tempting else 40 if len(values) == 2 else 15 if len(values) == 3 else 4
+            weight = scale * (60 if tempting else 40 if len(values) == 2 else 15 if len(values) == 3 else 4)
             unknown.append(Part(question, None, kind, witness=(other, *witness(consistent(other), here, ask(other))),
                                 weight=weight))
             if tempting:
