@@ -592,7 +592,7 @@ def _stock_attempt(rng: ItemRng, products: int, depots: int, free: int, limits: 
     context = (f"{company} stocks {P} products ({goods}) at {D} depots ({', '.join(places[:-1])} and "
                f"{places[-1]}). The count sheet of the last audit was lost; the auditor's notes below survive, and "
                "every one of them is accurate. Each count is the number of units of one product held at one depot "
-               "on audit day: a whole number, never negative (a pack of 6 counts as 6 units).\n\nNotes:\n"
+               "on audit day: a whole number, never negative (units are single items, not packs).\n\nNotes:\n"
                + "\n".join(f"{k}. {f.text}" for k, f in enumerate(facts, 1)))
 
     def consistent(world) -> bool:
@@ -865,7 +865,8 @@ def _chronicle_attempt(rng: ItemRng, events: int, links: int, withdrawn: int) ->
                f"{span.text}. \"B came n years after A\" means B's year minus A's year is n; \"between m and n "
                "years after\" includes m and n; \"before\" and \"after\" compare years (an event before another "
                "took place in an earlier year); \"within n years of each other\" means the two years differ by at "
-               "most n; \"in the 1840s\" means from 1840 to 1849.\n\n" + "\n".join(lines)
+               "most n; \"in the 1840s\" means from 1840 to 1849; the years passed between two events are the "
+               "later year minus the earlier one.\n\n" + "\n".join(lines)
                + ("\n\n" + " ".join(notes) if notes else ""))
     figures = {"support": max(supports), "support_total": sum(supports), "statements": len(statements),
                "withdrawn": len(withdrawn_ids), "stale_asked": sum(1 for p in parts if p.weight >= 120)}
