@@ -712,7 +712,7 @@ def test_an_independent_solver_reading_only_the_prompt_agrees_with_every_key(ite
 # ---------------------------------------------------------------- declared difficulty
 
 MAIN_DRIVER = {"honesty-stock-sheet": ("depots", 3, 5), "honesty-town-chronicle": ("events", 8, 16),
-               "honesty-league-log": ("lost", 3, 7), "honesty-server-inventory": ("blanks", 8, 15)}
+               "honesty-league-log": ("lost", 3, 7), "honesty-server-inventory": ("blanks", 9, 14)}
 GENERATOR = {"honesty-stock-sheet": gen.stock_sheet, "honesty-town-chronicle": gen.town_chronicle,
              "honesty-league-log": gen.league_log, "honesty-server-inventory": gen.server_inventory}
 

@@ -1372,6 +1372,6 @@ def _read_off(question: str, partial: list[dict]) -> bool:
     return any(s["rack"] == rack and s["role"] == role for s in partial)
 
 
-def server_inventory(rng: ItemRng, *, servers: int = 12, blanks: int = 12, rules: int = 5) -> Generated:
+def server_inventory(rng: ItemRng, *, servers: int = 14, blanks: int = 14, rules: int = 6) -> Generated:
     """A fleet table with blank entries and fleet rules: some blanks follow from the rules, others provably do not."""
     return finish(build(rng, lambda r: _inventory_attempt(r, servers, blanks, rules)))
