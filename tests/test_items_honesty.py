@@ -315,7 +315,7 @@ DATED = [  # (pattern, constraint builder over the groups) for one statement wit
     (r"(?P<a>.+) took place before (?P<y>\d{4})", lambda g: [("a", None, -np.inf, int(g["y"]) - 1)]),
     (r"(?P<a>.+) took place after (?P<y>\d{4})", lambda g: [("a", None, int(g["y"]) + 1, np.inf)]),
     (r"(?P<a>.+) and (?P<b>.+) took place in the same year", lambda g: [("b", "a", 0, 0)]),
-    (r"(?P<a>.+) and (?P<b>.+) took place within (?P<w>\d+) years of each other",
+    (r"(?P<a>.+) and (?P<b>.+) took place within (?P<w>\d+) years? of each other",
      lambda g: [("b", "a", -int(g["w"]), int(g["w"]))]),
     (r"(?P<a>.+) took place before (?P<b>.+)", lambda g: [("b", "a", 1, np.inf)]),
     (r"(?P<b>.+) came at least (?P<k>\d+) years? after (?P<a>.+)", lambda g: [("b", "a", int(g["k"]), np.inf)]),

@@ -646,41 +646,42 @@ def _dated_facts(rng: ItemRng, names: list[str], years: list[int], a: int, b: in
     """A true statement of the given kind about events a and b (or a alone)."""
     A, B = a + 1, b + 1
     if kind == "anchor":
-        return Dated(((0, A, years[a]), (A, 0, -years[a])), f"{cap(names[a])} took place in {years[a]}.")
+        return Dated(((0, A, years[a]), (A, 0, -years[a])), f"{cap(names[a])} took place in {years[a]}.", kind)
     if kind == "decade":
         d = years[a] // 10 * 10
-        return Dated(((0, A, d + 9), (A, 0, -d)), f"{cap(names[a])} took place in the {d}s.", "decade")
+        return Dated(((0, A, d + 9), (A, 0, -d)), f"{cap(names[a])} took place in the {d}s.", kind)
     if kind == "before year":
         y = years[a] + 1 + rng.choice([0, 0, 1, 2, 4])
-        return Dated(((0, A, y - 1),), f"{cap(names[a])} took place before {y}.")
+        return Dated(((0, A, y - 1),), f"{cap(names[a])} took place before {y}.", kind)
     if kind == "after year":
         y = years[a] - 1 - rng.choice([0, 0, 1, 2, 4])
-        return Dated(((A, 0, -(y + 1)),), f"{cap(names[a])} took place after {y}.")
+        return Dated(((A, 0, -(y + 1)),), f"{cap(names[a])} took place after {y}.", kind)
     if years[a] > years[b] or (years[a] == years[b] and kind in ("before", "at least", "range")):
         a, b, A, B = b, a, B, A
     g = years[b] - years[a]
     if kind == "exact" or (g == 0 and kind != "within"):
         if g == 0:
-            return Dated(((A, B, 0), (B, A, 0)), f"{cap(names[a])} and {names[b]} took place in the same year.")
+            return Dated(((A, B, 0), (B, A, 0)), f"{cap(names[a])} and {names[b]} took place in the same year.",
+                         "exact")
         form, years_ = rng.randrange(3), "year" if g == 1 else "years"
         text = [f"{cap(names[b])} came {g} {years_} after {names[a]}.", f"{cap(names[a])} came {g} {years_} before "
                 f"{names[b]}.", f"{cap(names[b])} followed {names[a]} by {g} {years_}."][form]
-        return Dated(((A, B, g), (B, A, -g)), text)
+        return Dated(((A, B, g), (B, A, -g)), text, "exact")
     if kind == "before":
-        return Dated(((B, A, -1),), f"{cap(names[a])} took place before {names[b]}.")
+        return Dated(((B, A, -1),), f"{cap(names[a])} took place before {names[b]}.", kind)
     if kind == "at least":
         low = max(1, g - rng.choice([0, 0, 1, 2, 3]))
         return Dated(((B, A, -low),), f"{cap(names[b])} came at least {low} year{'s' * (low > 1)} after "
-                                      f"{names[a]}.")
+                                      f"{names[a]}.", kind)
     if kind == "range":
         low, high = max(1, g - rng.choice([0, 0, 1, 2])), g + rng.choice([0, 0, 1, 2])
         if low == high:
             high += 1
         return Dated(((A, B, high), (B, A, -low)), f"{cap(names[b])} came between {low} and {high} years after "
-                                                     f"{names[a]}.")
-    width = g + rng.choice([0, 0, 1, 2])
-    return Dated(((A, B, width), (B, A, width)), f"{cap(names[a])} and {names[b]} took place within {width} years "
-                                                 "of each other.")
+                                                     f"{names[a]}.", kind)
+    width = max(1, g + rng.choice([0, 0, 1, 2]))
+    return Dated(((A, B, width), (B, A, width)), f"{cap(names[a])} and {names[b]} took place within {width} year"
+                                                 f"{'s' * (width > 1)} of each other.", "within")
 
 
 def shortest_paths(size: int, facts: Sequence[Dated]) -> tuple[list[list[float]], list[list[frozenset]]]:
@@ -787,14 +788,21 @@ def _chronicle_attempt(rng: ItemRng, events: int, links: int, withdrawn: int) ->
         return [int(dist[source][v] - dist[source][0]) for v in range(1, size)]
 
     earliest = [int(-dist[v][0]) for v in range(1, size)]  # every year as early as allowed: also consistent
+
     def consistent(world) -> bool:
         return len(world) == n and all(f.holds(world) for f in facts) and span.holds(world)
 
     def certificate(*pairs: tuple[int, int]) -> int:
         return len(frozenset().union(*(used[u][v] for u, v in pairs)) - {len(active)})
 
-    direct = {frozenset((u, v)) for s in facts for u, v, _ in s.edges}  # pairs a statement relates outright
-    decades = {s.edges[0][1] for s in facts if s.kind == "decade"}  # events whose decade is stated
+    def related(*kinds: str) -> set[frozenset]:  # pairs of events a statement of these kinds relates outright
+        return {frozenset(u for u, _, _ in s.edges) | frozenset(v for _, v, _ in s.edges) for s in facts
+                if s.kind in kinds}
+
+    anchored = {s.edges[0][1] for s in facts if s.kind == "anchor"}  # events whose year is stated
+    decades = anchored | {s.edges[0][1] for s in facts if s.kind == "decade"}  # ... or whose decade is
+    gap_stated, order_stated = related("exact"), related("exact", "before", "at least", "range")
+    direct = related("exact", "before", "at least", "range", "within")
     known, unknown = [], []
 
     def undetermined(question, here, worlds, ask, weight, kind="number"):
@@ -810,7 +818,7 @@ def _chronicle_attempt(rng: ItemRng, events: int, links: int, withdrawn: int) ->
         worlds = [potential(0), earliest]
         question = f"In what year did {names[a]} take place?"
         if high == low:
-            if frozenset((0, A)) not in direct:
+            if A not in anchored:
                 support = certificate((0, A), (A, 0))
                 known.append(Part(question, str(years[a]), weight=support ** 2 + 4, support=support))
         elif high - low <= 15 or A in stale:
@@ -831,7 +839,7 @@ def _chronicle_attempt(rng: ItemRng, events: int, links: int, withdrawn: int) ->
         question = f"How many years passed between {names[a]} and {names[b]}?"
         gap = abs(years[a] - years[b])
         if high == low:
-            if frozenset((A, B)) not in direct:
+            if frozenset((A, B)) not in gap_stated:
                 support = certificate((A, B), (B, A))
                 known.append(Part(question, str(gap), weight=support ** 2, support=support))
         elif frozenset((A, B)) in direct:
@@ -842,7 +850,7 @@ def _chronicle_attempt(rng: ItemRng, events: int, links: int, withdrawn: int) ->
         question = f"Did {names[a]} take place in an earlier year than {names[b]}? Answer YES or NO."
         earlier = "YES" if years[a] < years[b] else "NO"
         if high <= -1 or low >= 0:
-            if high != low and frozenset((A, B)) not in direct:
+            if high != low and frozenset((A, B)) not in order_stated:
                 support = certificate((A, B)) if high <= -1 else certificate((B, A))
                 known.append(Part(question, earlier, "text", weight=support ** 2, support=support))
         elif high - low <= 8:
