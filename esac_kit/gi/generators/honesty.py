@@ -881,7 +881,7 @@ def _chronicle_attempt(rng: ItemRng, events: int, links: int, withdrawn: int) ->
     return Case(context, parts, "a whole number, or YES or NO, as the question asks", consistent, figures)
 
 
-def town_chronicle(rng: ItemRng, *, events: int = 12, links: int = 4, withdrawn: int = 1) -> Generated:
+def town_chronicle(rng: ItemRng, *, events: int = 13, links: int = 5, withdrawn: int = 1) -> Generated:
     """Relative dates: years, decades, gaps and orders, some forced by chains and squeezes, others left open."""
     return finish(build(rng, lambda r: _chronicle_attempt(r, events, links, withdrawn)))
 
@@ -1119,7 +1119,7 @@ def _league_attempt(rng: ItemRng, teams: int, lost: int, struck: int, illegible:
     return Case(context, parts, "a whole number or a team's name or DRAW, as the question asks", consistent, figures)
 
 
-def league_log(rng: ItemRng, *, teams: int = 6, lost: int = 5, struck: int = 1, illegible: int = 10,
+def league_log(rng: ItemRng, *, teams: int = 6, lost: int = 5, struck: int = 1, illegible: int = 12,
                most: int = 3) -> Generated:
     """A round robin with lost and withdrawn scores and an illegible table: which scores and entries are forced?"""
     return finish(build(rng, lambda r: _league_attempt(r, teams, lost, struck, illegible, most)))
