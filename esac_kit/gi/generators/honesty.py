@@ -852,7 +852,10 @@ def _chronicle_attempt(rng: ItemRng, events: int, links: int, withdrawn: int) ->
         if high <= -1 or low >= 0:
             if high != low and frozenset((A, B)) not in order_stated:
                 support = certificate((A, B)) if high <= -1 else certificate((B, A))
-                known.append(Part(question, earlier, "text", weight=support ** 2, support=support))
+                margin = -high if high <= -1 else low + 1  # how far the nearest world is from the other answer
+                scale = 3 if margin <= 2 else 1 if margin <= 8 else 0.1  # a wide margin is obvious at a glance
+                known.append(Part(question, earlier, "text", weight=max(1, int(support ** 2 * scale)),
+                                  support=support))
         elif high - low <= 8:
             undetermined(question, earlier, worlds, lambda w, a=a, b=b: "YES" if w[a] < w[b] else "NO",
                          25 if min(high, -low) <= 1 else 5, "text")
