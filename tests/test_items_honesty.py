@@ -118,6 +118,20 @@ def test_the_integer_solver_finds_every_world_and_squeezes_by_inequalities():
     assert combos.support([1, 2, -1]) == 1 and combos.support([1, 0, 1]) == 2
 
 
+def test_fleet_rules_are_claims_that_hold_vacuously_in_generator_and_test_alike():
+    fleet = [{"name": "a", "rack": "R1", "role": "web", "ram": 16}, {"name": "b", "rack": "R1", "role": "db", "ram": 64}]
+    domains = {"rack": ["R1", "R2", "R3", "R4"], "role": ["web", "db", "cache", "queue"], "ram": [16, 32, 64, 128]}
+    vacuous = gen.Rule("uniform", ("cache", 32), "Every cache server has 32 GB of RAM.")
+    assert vacuous.possible(fleet) and inventory_holds(fleet, domains, [vacuous.text])
+    broken = gen.Rule("uniform", ("db", 32), "Every db server has 32 GB of RAM.")
+    assert not broken.possible(fleet) and not inventory_holds(fleet, domains, [broken.text])
+    fleet[1]["role"] = "web"
+    distinct = gen.Rule("distinct", (), "No rack holds two servers with the same role.")
+    assert not distinct.possible(fleet) and not inventory_holds(fleet, domains, [distinct.text])
+    partial = [dict(fleet[0]), {"name": "b", "rack": None, "role": "web", "ram": None}]
+    assert distinct.possible(partial)  # a blank rack can still be another rack
+
+
 def test_shortest_paths_give_the_exact_range_of_every_difference():
     facts = [gen.Dated(((1, 2, 5), (2, 1, -3)), "b is 3 to 5 years after a"),
              gen.Dated(((0, 1, 1850), (1, 0, -1850)), "a in 1850")]
@@ -162,7 +176,8 @@ class Model:
         c = np.zeros(n)
         for i, v in terms.items():
             c[i] += sign * v
-        result = milp(c, constraints=constraints, bounds=bounds, integrality=np.ones(n))
+        result = milp(c, constraints=constraints, bounds=bounds, integrality=np.ones(n),
+                      options={"mip_rel_gap": 0})  # a proven optimum, not one within a tolerance
         assert result.status == 0, result.message
         x = [int(round(v)) for v in result.x]
         return int(round(sum(v * x[i] for i, v in terms.items()) + constant)), x
