@@ -508,7 +508,7 @@ def _stock_attempt(rng: ItemRng, products: int, depots: int, free: int, limits: 
         facts.append(Fact(tuple((pack_row * D + d, 1) for d in range(D)), "mod", pack,
                           f"{cap(names[pack_row])} are stocked only in sealed packs of {pack}, so every depot's count "
                           f"of {names[pack_row]} is a multiple of {pack}."))
-    base = integer_worlds(n, facts, limit=40_000)
+    base = integer_worlds(n, facts, limit=12_000)
     if base is None or len(base) < 4:
         return None
     equality_rows = [f.row(n) for f in facts if f.op == "="]
@@ -534,8 +534,10 @@ def _stock_attempt(rng: ItemRng, products: int, depots: int, free: int, limits: 
     combos = Combinations(equality_rows)
     free_asks = [k for k in range(len(asks)) if not combos.determined(queries[k].tolist())]
 
+    open_values = values[:, free_asks]
+
     def pinned_count(mask: np.ndarray) -> tuple[int, int]:
-        sub = values[mask][:, free_asks]
+        sub = open_values[mask]
         fixed = int((sub.min(axis=0) == sub.max(axis=0)).sum()) if len(sub) else 0
         return fixed, len(free_asks) - fixed
 
@@ -845,7 +847,12 @@ def _chronicle_attempt(rng: ItemRng, events: int, links: int, withdrawn: int) ->
         elif frozenset((A, B)) in direct:
             continue  # a statement relates the two outright: no test of determinability
         elif (A, B) in stale_pairs or (high - low <= 6 and (high > 0) == (low > 0) and (high < 0) == (low < 0)):
-            undetermined(question, gap, worlds, lambda w, a=a, b=b: abs(w[a] - w[b]),
+            gap_worlds = worlds
+            if low < 0 < high:  # both extremes may have the true gap's size: pin the difference to another value
+                other = next(t for t in range(int(low), int(high) + 1) if abs(t) != gap)
+                pinned = Dated(((B, A, other), (A, B, -other)), "")
+                gap_worlds = [[int(v) for v in shortest_paths(size, facts + [span, pinned])[0][0][1:]]]
+            undetermined(question, gap, gap_worlds, lambda w, a=a, b=b: abs(w[a] - w[b]),
                          120 if (A, B) in stale_pairs else {1: 40, 2: 20}.get(int(high - low), 4))
         question = f"Did {names[a]} take place in an earlier year than {names[b]}? Answer YES or NO."
         earlier = "YES" if years[a] < years[b] else "NO"
