@@ -119,7 +119,8 @@ def test_the_integer_solver_finds_every_world_and_squeezes_by_inequalities():
 
 
 def test_fleet_rules_are_claims_that_hold_vacuously_in_generator_and_test_alike():
-    fleet = [{"name": "a", "rack": "R1", "role": "web", "ram": 16}, {"name": "b", "rack": "R1", "role": "db", "ram": 64}]
+    fleet = [{"name": "a", "rack": "R1", "role": "web", "ram": 16},
+             {"name": "b", "rack": "R1", "role": "db", "ram": 64}]
     domains = {"rack": ["R1", "R2", "R3", "R4"], "role": ["web", "db", "cache", "queue"], "ram": [16, 32, 64, 128]}
     vacuous = gen.Rule("uniform", ("cache", 32), "Every cache server has 32 GB of RAM.")
     assert vacuous.possible(fleet) and inventory_holds(fleet, domains, [vacuous.text])

@@ -428,7 +428,8 @@ def _stock_facts(rng: ItemRng, x: list[int], names: list[str], places: list[str]
                                   f"{places[d2]} held {{k}} {names[p]} than {places[d1]} did."),
                 f"{places[d1]} and {places[d2]} held the same number of {names[p]}.")
     for d in range(D):
-        eq("column", [(p * D + d, 1) for p in range(P)], f"{places[d]} held {{v}} units in all, counting every product.")
+        eq("column", [(p * D + d, 1) for p in range(P)],
+           f"{places[d]} held {{v}} units in all, counting every product.")
         for p1, p2 in itertools.combinations(range(P), 2):
             a, b = p1 * D + d, p2 * D + d
             eq("column pair", [(a, 1), (b, 1)], f"{places[d]} held {{v}} {names[p1]} and {names[p2]} between them.")
