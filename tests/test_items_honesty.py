@@ -92,6 +92,13 @@ def test_deterministic_and_varied(item_id):
     assert {p.label for o in outs for p in o.key.parts if not p.answerable} >= set("ABCD")
 
 
+@pytest.mark.parametrize("item_id", ITEMS)
+def test_the_key_protocol_does_not_depend_on_the_seed(item_id):
+    """The answer types asked are the same in every instance, so the scoring fingerprint (esac_kit.fingerprints
+    takes the honesty key protocol as the set of answer types) does not move with the pool seed."""
+    assert len({frozenset(p.answer_type for p in o.key.parts) for o in instances(item_id)}) == 1
+
+
 def test_witness_refuses_an_inconsistent_world_or_one_that_agrees():
     with pytest.raises(AssertionError):
         gen.witness(False, 1, 2)

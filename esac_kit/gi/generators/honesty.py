@@ -71,9 +71,10 @@ def witness(consistent: bool, here: object, there: object) -> tuple[str, str]:
 
 
 def choose(rng: ItemRng, known: list[Part], unknown: list[Part], low: int = 6, high: int = 8,
-           first: list[Part] | None = None) -> list[Part] | None:
+           first: list[Part] | None = None, types: frozenset = frozenset({"number"})) -> list[Part] | None:
     """low..high parts, 2..half of them undetermined, in random label positions; None when the draw lacks them.
-    One part of `first` (a part about a withdrawn fact), if any, is always among them."""
+    One part of `first` (a part about a withdrawn fact), if any, is always among them. The parts' answer types are
+    exactly `types` in every instance: an item's key protocol (how it is scored) must not depend on the seed."""
     n = rng.randint(low, high)
     k = rng.randint(2, n // 2)
     if len(unknown) < k or len(known) < n - k:
@@ -83,6 +84,8 @@ def choose(rng: ItemRng, known: list[Part], unknown: list[Part], low: int = 6, h
     known_lead = [p for p in lead if p.answer is not None]
     picked = (lead + _weighted_sample(rng, [p for p in unknown if p not in lead], k - len(open_lead))
               + _weighted_sample(rng, [p for p in known if p not in lead], n - k - len(known_lead)))
+    if {p.answer_type for p in picked} != types:
+        return None
     rng.shuffle(picked)
     return picked
 
@@ -870,7 +873,7 @@ def _chronicle_attempt(rng: ItemRng, events: int, links: int, withdrawn: int) ->
     stale_parts = [p for p in unknown if p.weight >= 120]
     if withdrawn and not stale_parts:
         return None  # the withdrawal must matter to a part that is asked
-    parts = choose(rng, known, unknown, first=stale_parts)
+    parts = choose(rng, known, unknown, first=stale_parts, types=frozenset({"number", "text"}))
     if parts is None:
         return None
     supports = [p.support for p in parts if p.answer is not None]
@@ -1122,7 +1125,7 @@ def _league_attempt(rng: ItemRng, teams: int, lost: int, struck: int, illegible:
                                 weight=weight))
             if tempting:
                 about_struck.append(unknown[-1])
-    parts = choose(rng, known, unknown, first=about_struck)
+    parts = choose(rng, known, unknown, first=about_struck, types=frozenset({"number", "text"}))
     if parts is None:
         return None
     figures = {"nodes": nodes, "completions": len(worlds), "hard_known": sum(p.support for p in parts),
@@ -1375,7 +1378,7 @@ def _inventory_attempt(rng: ItemRng, servers: int, blanks: int, rules_extra: int
             unknown.append(Part(question, None, kind, witness=(other, *witness(consistent(other), here, ask(other))),
                                 weight=weight * (4 if len(values) == 2 else 1)))
     known = [p for p in known if not _read_off(p.question, partial)]
-    parts = choose(rng, known, unknown)
+    parts = choose(rng, known, unknown, types=frozenset({"number", "text"}))
     if parts is None:
         return None
     figures = {"nodes": nodes, "completions": len(worlds), "blanks": blanks, "rules": len(rules)}
