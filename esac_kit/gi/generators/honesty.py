@@ -470,6 +470,9 @@ def _stock_facts(rng: ItemRng, x: list[int], names: list[str], places: list[str]
     return kinds, inequalities
 
 
+SQUEEZED = 30  # sampling weight of a part fixed only by an inequality argument (a combination of k notes: k * k)
+
+
 def _stock_attempt(rng: ItemRng, products: int, depots: int, free: int, limits: int) -> Case | None:
     names, places = rng.sample(PRODUCTS, products), rng.sample(DEPOTS, depots)
     company = rng.choice(COMPANIES)
@@ -576,14 +579,14 @@ def _stock_attempt(rng: ItemRng, products: int, depots: int, free: int, limits: 
         if len(distinct) == 1:
             if k not in free_asks:
                 support = combos.support(queries[k].tolist())
-                known.append(Part(question, str(here), weight=support ** 2, support=support))
+                known.append(Part(question, str(here), weight=support ** 2 if support >= 3 else 1, support=support))
             else:  # squeezed to one value by the inequalities, integrality or non-negativity
-                known.append(Part(question, str(here), weight=150, support=-1))
+                known.append(Part(question, str(here), weight=SQUEEZED, support=-1))
         else:
             others = worlds[column != here]
             other = others[np.abs(others - np.array(x)).sum(axis=1).argmin()]
             there = int(sum(int(other[i]) for i in cells))
-            weight = {2: 60, 3: 30, 4: 12}.get(len(distinct), 4)
+            weight = {2: 100, 3: 50, 4: 20}.get(len(distinct), 2)  # nearly pinned quantities tempt a guess
             unknown.append(Part(question, None, witness=(tuple(int(v) for v in other), *witness(
                 all(f.holds(other) for f in facts), here, there)), weight=weight))
     parts = choose(rng, known, unknown)
