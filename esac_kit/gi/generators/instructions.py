@@ -104,7 +104,9 @@ def _score_line(gate: list, rest: list, noun: str = "constraints") -> str:
 
 def interactions(governs: dict[str, set]) -> int:
     """Pairs of constraints that govern the same text unit, summed over units (a unit governed by k constraints
-    adds k(k-1)/2): the size of the coupled structure a response has to get right all at once."""
+    adds k(k-1)/2): the size of the coupled structure a response has to get right all at once. A constraint governs
+    the units (sentences, lines, items, headings) its rule makes a demand of, as the prompt states it: a global
+    lexical rule governs every unit, a citation the units it cites and the one that carries it."""
     per_unit = Counter(unit for units in governs.values() for unit in set(units))
     return sum(k * (k - 1) // 2 for k in per_unit.values())
 
@@ -403,7 +405,7 @@ def outline(rng: ItemRng, *, sections: int, items: int) -> Generated:
     governs = {"shape": units, "words": units, "endings": units, "lipogram": units | heads, "index": units,
                "headings": heads, "initials": units | heads, "citations": units,
                "backref": {(i, 1) for i in range(2, P + 1)} | {("H", i) for i in range(1, P)},
-               "keyword": {(i, h) for i, h in enumerate(homes, 1)} | heads}
+               "keyword": units | heads}
     prompt = ("Write a two-level numbered outline on a subject of your choice. Put a line reading exactly "
               "`BEGIN OUTLINE` before it and a line reading exactly `END OUTLINE` after it. A *heading line* is "
               "`<i>. <heading>` (a section number, a full stop, a space, the heading); an *item line* is "
@@ -494,8 +496,7 @@ def json_record(rng: ItemRng, *, sections: int, sentences: int) -> Generated:
     heads = {("T", k) for k in range(1, S + 1)}
     governs = {"titles": heads, "sentences": units, "totals": units, "band": units, "sentence_words": units,
                "word_totals": units, "longest": units, "lipogram": units | heads,
-               "keyword": {(k, h) for k, h in enumerate(hosts, 1)} | heads,
-               "keyword_sentence": {(k, h) for k, h in enumerate(hosts, 1)}}
+               "keyword": units | heads, "keyword_sentence": units}
     prompt = (f"Write a report of exactly {S} titled sections on a subject of your choice, then a JSON summary of it. "
               "Put a line reading exactly `BEGIN REPORT` before the report and a line reading exactly `END REPORT` "
               "after it. Each section starts with a *heading line* `## <title>`; the lines after it, up to the next "
