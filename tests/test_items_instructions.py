@@ -247,8 +247,8 @@ def outline_key(q: dict) -> list[tuple[str, dict]]:
     return [("outline_wellformed", b), ("outline_shape", {**b, "items": q["sizes"]}),
             ("outline_headings", {**b, "order": q["order"]}),
             ("outline_item_words", {**b, "a": f.get("i", 0), "b": f.get("j", 0), "c": f.get("", 0)}),
-            ("outline_item_initials", b), ("outline_citations", b), ("outline_back_reference", b),
-            ("outline_word_per_section", {**b, "word": q["keyword"]}), ("outline_item_endings", b),
+            ("outline_item_acrostic", b), ("outline_citations", b), ("outline_back_reference", b),
+            ("outline_word_per_section", {**b, "word": q["keyword"]}), ("outline_endings_by_parity", b),
             ("absent_letters", {**b, "letters": q["banned"]}), ("outline_index", {**b, "label": "INDEX"})]
 
 
@@ -256,7 +256,7 @@ def solve_outline(q: dict) -> str:
     initials = [c for c in "abcdefghijklmnopqrstuvwxyz" if c != q["banned"]][:q["P"]]
     if q["order"] == "descending":
         initials = initials[::-1]
-    headings = [x * 3 for x in initials]
+    headings = [x * max(q["sizes"]) for x in initials]  # long enough to spell every item's initial
     maker = Maker(q["banned"], [q["keyword"], *headings])  # a heading word must not turn up again by chance
     f = q["formula"]
     size = {(i, j): f.get("i", 0) * i + f.get("j", 0) * j + f.get("", 0)
@@ -274,7 +274,7 @@ def solve_outline(q: dict) -> str:
                     tokens[2] = headings[i - 2]
             if j == n:
                 tokens.append(str(totals[i] if i < q["P"] else sum(totals)))
-            lines.append(f"{i}.{j} " + " ".join(tokens).capitalize() + ("?" if j == n else "."))
+            lines.append(f"{i}.{j} " + " ".join(tokens).capitalize() + ("?" if size[(i, j)] % 2 else "."))
         lines.append("")
     return "BEGIN OUTLINE\n" + "\n".join(lines) + "\nEND OUTLINE\n\nINDEX: " + ", ".join(sorted(firsts)) + "\n"
 
@@ -633,13 +633,13 @@ def test_poem_the_repetition_cap_counts_case_insensitively():
     assert not check("B\nThe dog the THE\nE", p)
 
 
-def test_outline_one_extra_word_breaks_the_formula_and_a_citation(made):
+def test_outline_one_extra_word_breaks_the_formula_the_end_mark_and_a_citation(made):
     for instance in made["instructions-numbered-outline"][:10]:
         q = read_outline(instance.prompt)
         lines = instance.reference.splitlines()
         at = next(i for i, line in enumerate(lines) if line.startswith("2.1 "))
         lines[at] = add_word(lines[at], Maker(q["banned"], [q["keyword"]]).word())
-        assert failed(instance.key, "\n".join(lines)) == ([], ["citations", "words"])
+        assert failed(instance.key, "\n".join(lines)) == ([], ["citations", "endings", "words"])
 
 
 def test_outline_index_must_be_sorted_and_complete(made):

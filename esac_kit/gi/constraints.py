@@ -928,3 +928,20 @@ def _table_cells_absent_letters(response: str, p: dict[str, Any]) -> bool:
     """No cell of the listed columns, in the entry rows, contains the letters."""
     text = " ".join(row[c] for row in _entries(response, p)[0] for c in p["in"]).lower()
     return not any(letter in text for letter in p["letters"].lower())
+
+
+@check("outline_item_acrostic")
+def _outline_item_acrostic(response: str, p: dict[str, Any]) -> bool:
+    """The first letters of a section's items' first words, in item order, are the first letters of its heading (so
+    the heading has at least as many letters as the section has items)."""
+    sections = _outline(response, p)
+    return all(items and len(heading) >= len(items) and all(
+        words(text) and words(text)[0][0].lower() == heading[j].lower() for j, (_, _, text) in enumerate(items))
+        for _, heading, items in sections)
+
+
+@check("outline_endings_by_parity")
+def _outline_endings_by_parity(response: str, p: dict[str, Any]) -> bool:
+    """An item ends with `?` when its number of words is odd, and with `.` when it is even."""
+    items = [text for _, _, items in _outline(response, p) for _, _, text in items]
+    return bool(items) and all(text.endswith("?" if len(words(text)) % 2 else ".") for text in items)

@@ -331,9 +331,10 @@ def acrostic_poem(rng: ItemRng, *, stanzas: int, longest: int) -> Generated:
 # ---------------------------------------------------------------- the cross-referenced outline
 
 
-def outline(rng: ItemRng, *, sections: int, items: int) -> Generated:
-    """A two-level outline: item lengths follow a formula in (i, j); last items cite the next section's word count;
-    first items repeat the previous heading; an index footer sorts every item's first word."""
+def outline(rng: ItemRng, *, sections: int, items: int, shortest: int) -> Generated:
+    """A two-level outline: item lengths follow a formula in (i, j) and set the items' end marks; each section's items
+    spell the start of its heading; last items cite the next section's word count; first items repeat the previous
+    heading; an index footer sorts every item's first word."""
     P = sections
     banned = rng.choice(BANNED)
     pool = _pool(banned)
@@ -342,23 +343,24 @@ def outline(rng: ItemRng, *, sections: int, items: int) -> Generated:
     sizes = [rng.randint(2, items) for _ in range(P)]
     order = rng.choice(["ascending", "descending"])
     starts = _by(pool, 0)
-    initials = rng.sample(sorted(x for x in starts if len(starts[x]) >= 8), P)  # distinct: the order is strict
-    headings = sorted((rng.choice([w for w in starts[x] if len(w) >= 4]) for x in initials),
-                      reverse=order == "descending")
+    usable = {x for x in starts if len(starts[x]) >= 4}  # letters that open enough words to start items with
+    candidates = _by([w for w in pool if len(w) >= max(sizes) and set(w[:max(sizes)]) <= usable], 0)
+    initials = rng.sample(sorted(candidates), P)  # distinct initials: the alphabetical order is strict
+    headings = sorted((rng.choice(candidates[x]) for x in initials), reverse=order == "descending")
     fill = [w for w in pool if w not in headings]
     a, b = rng.choice([-1, 1, 2]), rng.choice([-1, 1, 2])
     low = min(a * i + b * j for i, n in enumerate(sizes, 1) for j in range(1, n + 1))
-    c = 4 - low + rng.randint(0, 4)
+    c = shortest - low + rng.randint(0, 4)
     length = {(i, j): a * i + b * j + c for i, n in enumerate(sizes, 1) for j in range(1, n + 1)}
     totals = [sum(length[(i, j)] for j in range(1, n + 1)) for i, n in enumerate(sizes, 1)]
     homes = [rng.randint(1, n) for n in sizes]
     texts: dict[tuple[int, int], str] = {}
     firsts = []
+    openers = _by(fill, 0)
     for i, (heading, n) in enumerate(zip(headings, sizes), 1):
-        starters = [w for w in fill if w[0] == heading[0]]
         for j in range(1, n + 1):
             size = length[(i, j)]
-            tokens = [rng.choice(starters).capitalize()] + [rng.choice(fill) for _ in range(size - 1)]
+            tokens = [rng.choice(openers[heading[j - 1]]).capitalize()] + [rng.choice(fill) for _ in range(size - 1)]
             firsts.append(tokens[0].lower())
             free = list(range(1, size))
             if j == homes[i - 1]:
@@ -367,7 +369,7 @@ def outline(rng: ItemRng, *, sections: int, items: int) -> Generated:
                 _place(rng, tokens, free, headings[i - 2])
             if j == n:
                 tokens.insert(rng.randint(1, size), str(totals[i] if i < P else sum(totals)))
-            texts[(i, j)] = " ".join(tokens) + ("?" if j == n else ".")
+            texts[(i, j)] = " ".join(tokens) + ("?" if size % 2 else ".")
     lines = []
     for i, (heading, n) in enumerate(zip(headings, sizes), 1):
         lines.append(f"{i}. {heading.upper()}")
@@ -383,8 +385,9 @@ def outline(rng: ItemRng, *, sections: int, items: int) -> Generated:
              f"letters, and the headings, top to bottom, are in strictly {order} alphabetical order."),
             ("words", "outline_item_words", {**bo, "a": a, "b": b, "c": c},
              f"Item i.j has exactly {formula} words (the label `i.j` is not part of the item)."),
-            ("initials", "outline_item_initials", bo,
-             "The first word of every item begins with the same letter as its section's heading."),
+            ("initials", "outline_item_acrostic", bo, "In every section, the first letters of the items' first "
+             "words, in item order, are the first letters of the section's heading, in order (item i.1 starts with "
+             "the heading's first letter, item i.2 with its second, and so on)."),
             ("citations", "outline_citations", bo, f"For every i from 1 to {P - 1}, the last item of section i "
              "contains exactly one number, equal to the total number of words in the items of section i+1; the last "
              f"item of section {P} contains exactly one number, equal to the total number of words in all the items "
@@ -393,8 +396,9 @@ def outline(rng: ItemRng, *, sections: int, items: int) -> Generated:
              "previous section's heading word exactly once (in any case)."),
             ("keyword", "outline_word_per_section", {**bo, "word": keyword},
              f"The word '{keyword}' occurs exactly once in the items of each section and never in a heading."),
-            ("endings", "outline_item_endings", bo,
-             "The last item of each section ends with `?`; every other item ends with `.`."),
+            ("endings", "outline_endings_by_parity", bo,
+             "An item whose number of words is odd ends with `?`; an item whose number of words is even ends with "
+             "`.`."),
             ("lipogram", "absent_letters", {**bo, "letters": banned},
              f"The letter '{banned}' appears nowhere in the outline, in either case."),
             ("index", "outline_index", {**bo, "label": "INDEX"}, "After the `END OUTLINE` line comes a line "
