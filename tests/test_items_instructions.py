@@ -181,7 +181,8 @@ def read_poem(prompt: str) -> dict:
     q = {"S": int(grab(r"poem of exactly (\d+) stanzas", prompt)),
          "words": [w.lower() for w in grab(r"one line per letter: ([A-Z, ]+)\.", prompt).split(", ")],
          "rule": parse_linear(grab(r"has n lines has exactly (.+?) words", prompt)),
-         "refrain": grab(r"The word '([a-z]+)' occurs exactly once in the last line", prompt),
+         "refrain": grab(r"The word '([a-z]+)' occurs exactly once in the last line of every stanza, as that "
+                         r"line's n-th word", prompt),
          "limit": int(grab(r"occurs more than (\d+) times", prompt)),
          "banned": grab(r"The letter '([a-z])' appears", prompt)}
     assert q["rule"].get("n") == 1 and q["rule"].get("j") == 1
@@ -193,7 +194,7 @@ def poem_key(q: dict) -> list[tuple[str, dict]]:
     b = {"begin": "BEGIN POEM", "end": "END POEM"}
     return [("paragraph_count", {**b, "count": q["S"]}), ("stanza_acrostics", {**b, "words": q["words"]}),
             ("stanza_line_lengths", {**b, "d": q["d"], "stanzas": q["S"]}), ("line_end_chain", b),
-            ("stanza_last_words_ascending", b), ("word_in_stanza_last_lines", {**b, "word": q["refrain"]}),
+            ("stanza_last_words_ascending", b), ("word_at_stanza_position", {**b, "word": q["refrain"]}),
             ("max_repeats", {**b, "limit": q["limit"], "except": [q["refrain"]]}),
             ("absent_letters", {**b, "letters": q["banned"]}), ("footer_group_words", {**b, "label": "WORDS"})]
 
@@ -214,7 +215,7 @@ def solve_poem(q: dict) -> str:
                 last = maker.word(end=following)
             tokens = [maker.word(start=initials[at]).capitalize()] + [maker.word() for _ in range(size - 2)] + [last]
             if j == n:
-                tokens[1] = q["refrain"]
+                tokens[n - 1] = q["refrain"]
             lines.append(" ".join(tokens))
             at += 1
         totals.append(sum(len(line.split()) for line in lines))
@@ -247,7 +248,8 @@ def outline_key(q: dict) -> list[tuple[str, dict]]:
     return [("outline_wellformed", b), ("outline_shape", {**b, "items": q["sizes"]}),
             ("outline_headings", {**b, "order": q["order"]}),
             ("outline_item_words", {**b, "a": f.get("i", 0), "b": f.get("j", 0), "c": f.get("", 0)}),
-            ("outline_item_acrostic", b), ("outline_citations", b), ("outline_back_reference", b),
+            ("outline_item_acrostic", b), ("outline_forward_citations", b), ("outline_total_citation", b),
+            ("outline_back_reference", b),
             ("outline_word_per_section", {**b, "word": q["keyword"]}), ("outline_endings_by_parity", b),
             ("absent_letters", {**b, "letters": q["banned"]}), ("outline_index", {**b, "label": "INDEX"})]
 
@@ -284,7 +286,8 @@ def outline_measure(q: dict) -> int:
     units = {(i, j) for i, n in enumerate(q["sizes"], 1) for j in range(1, n + 1)}
     heads = {("H", i) for i in range(1, P + 1)}
     return governed({"shape": units, "words": units, "endings": units, "lipogram": units | heads, "index": units,
-                     "headings": heads, "initials": units | heads, "citations": units, "keyword": units | heads,
+                     "headings": heads, "initials": units | heads, "total": units, "keyword": units | heads,
+                     "citations": {(i, j) for i, j in units if i > 1 or j == q["sizes"][0]},
                      "backref": {(i, 1) for i in range(2, P + 1)} | {("H", i) for i in range(1, P)}})
 
 
@@ -639,7 +642,7 @@ def test_outline_one_extra_word_breaks_the_formula_the_end_mark_and_a_citation(m
         lines = instance.reference.splitlines()
         at = next(i for i, line in enumerate(lines) if line.startswith("2.1 "))
         lines[at] = add_word(lines[at], Maker(q["banned"], [q["keyword"]]).word())
-        assert failed(instance.key, "\n".join(lines)) == ([], ["citations", "endings", "words"])
+        assert failed(instance.key, "\n".join(lines)) == ([], ["citations", "endings", "total", "words"])
 
 
 def test_outline_index_must_be_sorted_and_complete(made):

@@ -945,3 +945,40 @@ def _outline_endings_by_parity(response: str, p: dict[str, Any]) -> bool:
     """An item ends with `?` when its number of words is odd, and with `.` when it is even."""
     items = [text for _, _, items in _outline(response, p) for _, _, text in items]
     return bool(items) and all(text.endswith("?" if len(words(text)) % 2 else ".") for text in items)
+
+
+@check("outline_forward_citations")
+def _outline_forward_citations(response: str, p: dict[str, Any]) -> bool:
+    """The last item of every section but the last holds exactly one number, the words in the next section's items;
+    no other item holds a number, except the outline's very last item (left to `outline_total_citation`)."""
+    sections = _outline(response, p)
+    if len(sections) < 2 or not all(items for _, _, items in sections):
+        return False
+    totals = [sum(len(words(text)) for _, _, text in items) for _, _, items in sections]
+    for i, (_, _, items) in enumerate(sections[:-1]):
+        for j, (_, _, text) in enumerate(items):
+            if numbers(text) != ([str(totals[i + 1])] if j == len(items) - 1 else []):
+                return False
+    return all(not numbers(text) for _, _, text in sections[-1][2][:-1])
+
+
+@check("outline_total_citation")
+def _outline_total_citation(response: str, p: dict[str, Any]) -> bool:
+    """The outline's very last item holds exactly one number: the total number of words in all items."""
+    items = [text for _, _, items in _outline(response, p) for _, _, text in items]
+    return bool(items) and numbers(items[-1]) == [str(sum(len(words(text)) for text in items))]
+
+
+@check("word_at_stanza_position")
+def _word_at_stanza_position(response: str, p: dict[str, Any]) -> bool:
+    """The word occurs exactly once in the last line of every stanza, as that line's n-th word where n is the
+    stanza's number of lines, and in no other line."""
+    stanzas = _stanzas(response, p)
+    for stanza in stanzas:
+        for j, line in enumerate(stanza):
+            if _count_word(line, p["word"]) != (1 if j == len(stanza) - 1 else 0):
+                return False
+        found = words(stanza[-1])
+        if len(found) < len(stanza) or found[len(stanza) - 1].lower() != p["word"].lower():
+            return False
+    return bool(stanzas)

@@ -260,7 +260,7 @@ def _poem_lines(rng: ItemRng, acrostic: list[str], finals: list[str], refrain: s
             if None in tokens:
                 return None
             if j == n:
-                tokens[rng.randint(1, size - 2)] = refrain
+                tokens[n - 1] = refrain  # the n-th word of the last line (1 <= n-1 <= size-2 as d <= 1 < n)
             tokens[0] = tokens[0].capitalize()
             stanza.append(" ".join(tokens) + ("." if j == n else ","))
             position += 1
@@ -303,8 +303,9 @@ def acrostic_poem(rng: ItemRng, *, stanzas: int, longest: int) -> Generated:
              "the first letter of the next line's first word (the next line may open the next stanza)."),
             ("ascending", "stanza_last_words_ascending", b, "The last words of the stanzas' last lines, from stanza 1 "
              f"to stanza {S}, are in strictly ascending alphabetical order."),
-            ("refrain", "word_in_stanza_last_lines", {**b, "word": refrain},
-             f"The word '{refrain}' occurs exactly once in the last line of every stanza and in no other line."),
+            ("refrain", "word_at_stanza_position", {**b, "word": refrain},
+             f"The word '{refrain}' occurs exactly once in the last line of every stanza, as that line's n-th word "
+             "where n is the stanza's number of lines, and in no other line."),
             ("repeats", "max_repeats", {**b, "limit": limit, "except": [refrain]},
              f"No word other than '{refrain}' occurs more than {limit} times in the whole poem (`The` and `the` are "
              "the same word)."),
@@ -388,10 +389,11 @@ def outline(rng: ItemRng, *, sections: int, items: int, shortest: int) -> Genera
             ("initials", "outline_item_acrostic", bo, "In every section, the first letters of the items' first "
              "words, in item order, are the first letters of the section's heading, in order (item i.1 starts with "
              "the heading's first letter, item i.2 with its second, and so on)."),
-            ("citations", "outline_citations", bo, f"For every i from 1 to {P - 1}, the last item of section i "
-             "contains exactly one number, equal to the total number of words in the items of section i+1; the last "
-             f"item of section {P} contains exactly one number, equal to the total number of words in all the items "
-             "of the outline. No other item contains a digit."),
+            ("citations", "outline_forward_citations", bo, f"For every i from 1 to {P - 1}, the last item of "
+             "section i contains exactly one number, equal to the total number of words in the items of section i+1. "
+             "Apart from these and the number the next constraint asks for, no item contains a digit."),
+            ("total", "outline_total_citation", bo, f"The last item of section {P} contains exactly one number, equal "
+             "to the total number of words in all the items of the outline."),
             ("backref", "outline_back_reference", bo, "The first item of every section after the first contains the "
              "previous section's heading word exactly once (in any case)."),
             ("keyword", "outline_word_per_section", {**bo, "word": keyword},
@@ -407,7 +409,8 @@ def outline(rng: ItemRng, *, sections: int, items: int, shortest: int) -> Genera
     units = set(length)
     heads = {("H", i) for i in range(1, P + 1)}
     governs = {"shape": units, "words": units, "endings": units, "lipogram": units | heads, "index": units,
-               "headings": heads, "initials": units | heads, "citations": units,
+               "headings": heads, "initials": units | heads, "total": units,
+               "citations": {(i, j) for i, j in units if i > 1 or j == sizes[0]},
                "backref": {(i, 1) for i in range(2, P + 1)} | {("H", i) for i in range(1, P)},
                "keyword": units | heads}
     prompt = ("Write a two-level numbered outline on a subject of your choice. Put a line reading exactly "
