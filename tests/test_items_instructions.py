@@ -416,7 +416,7 @@ def table_key(q: dict) -> list[tuple[str, dict]]:
             ("table_totals_row", {**v, "sums": [[q["words"], "words"], [q["base"], "base"], [q["bonus"], "bonus"],
                                                [q["total"], "total"]]}),
             ("table_derived_column", {**v, "column": q["rank"], "value": "rank"}),
-            ("table_keyword_ranks", {**v, "word": q["keyword"], "top": q["top"]}),
+            ("table_keyword_ranks", {**v, "word": q["keyword"], "top": q["top"]}), ("table_note_citations", v),
             ("table_cells_absent_letters", {**t, "letters": q["banned"], "in": [q["name"], q["note"]]})]
 
 
@@ -443,9 +443,11 @@ def solve_table(q: dict) -> str:
     base[0] += q["sum"] - sum(base)
     notes = [" ".join(maker.word() for _ in range(n)) for n in lengths]
     truth = table_truth(q, notes, base)
+    below = {truth["rank"][r]: r for r in range(R)}
     for r in range(R):
         if truth["rank"][r] <= q["top"]:
             notes[r] = q["keyword"] + notes[r][notes[r].index(" "):]  # the keyword replaces the first word
+        notes[r] += f", {truth['total'][below[truth['rank'][r] % R + 1]]}"  # digits: no change to the count
     rows = [{q["name"]: maker.word(start=q["letters"][r]).capitalize(), q["note"]: notes[r],
              q["words"]: str(truth["words"][r]), q["base"]: str(base[r]), q["bonus"]: str(truth["bonus"][r]),
              q["total"]: str(truth["total"][r]), q["rank"]: str(truth["rank"][r])} for r in range(R)]
@@ -470,6 +472,7 @@ def table_requirements(q: dict, text: str) -> list[bool] | None:
     base = [int(row[q["base"]]) for row in entries]
     truth = table_truth(q, notes, base)
     hosts = [r for r in range(len(entries)) if truth["rank"][r] <= q["top"]]
+    below = {truth["rank"][r]: r for r in range(len(entries))}
     cells = [(r, c, row[c]) for r, row in enumerate(rows) for c in q["columns"]]
     keyword_ok = all(len(re.findall(rf"(?i)(?<![A-Za-z]){q['keyword']}(?![A-Za-z])", cell))
                      == (1 if c == q["note"] and r in hosts else 0) for r, c, cell in cells)
@@ -485,6 +488,8 @@ def table_requirements(q: dict, text: str) -> list[bool] | None:
             == [str(sum(truth["words"])), str(sum(base)), str(sum(truth["bonus"])), str(sum(truth["total"]))],
             [row[q["rank"]] for row in entries] == [str(n) for n in truth["rank"]],
             keyword_ok,
+            all(re.findall(r"\d+", notes[r]) == [str(truth["total"][below[truth["rank"][r] % len(entries) + 1]])]
+                for r in range(len(entries))),
             not any(q["banned"] in (row[q["name"]] + row[q["note"]]).lower() for row in entries)]
 
 

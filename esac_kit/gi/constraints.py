@@ -982,3 +982,14 @@ def _word_at_stanza_position(response: str, p: dict[str, Any]) -> bool:
         if len(found) < len(stanza) or found[len(stanza) - 1].lower() != p["word"].lower():
             return False
     return bool(stanzas)
+
+
+@check("table_note_citations")
+def _table_note_citations(response: str, p: dict[str, Any]) -> bool:
+    """Each entry's Note holds exactly one number: the true Total of the entry ranked one place below it (the
+    last-ranked entry cites the Total of the entry ranked 1)."""
+    entries = _entries(response, p)[0]
+    total, rank = table_values(entries, p, "total"), table_values(entries, p, "rank")
+    at_rank = {place: r for r, place in enumerate(rank)}
+    return bool(entries) and all(numbers(row[p["note"]]) == [str(total[at_rank[rank[r] % len(entries) + 1]])]
+                                 for r, row in enumerate(entries))

@@ -563,11 +563,13 @@ def scored_table(rng: ItemRng, *, rows: int, spread: int) -> Generated:
         if len(set(total)) == R:  # no ties, so no instance leans on the tie rule
             break
     rank = _true_ranks(total)
+    at_rank = {place: r for r, place in enumerate(rank)}
     notes = []
     for r in range(R):
         tokens = [rng.choice(fill) for _ in range(counts[r])]
         if rank[r] <= top:
             tokens[rng.randrange(counts[r])] = keyword
+        tokens.insert(rng.randint(1, counts[r]), str(total[at_rank[rank[r] % R + 1]]))
         notes.append(" ".join(tokens).capitalize())
     label = "TOTAL"
     cells = [{"name": names[r], "note": notes[r], "words": str(counts[r]), "base": str(base[r]),
@@ -609,6 +611,9 @@ def scored_table(rng: ItemRng, *, rows: int, spread: int) -> Generated:
             ("keyword", "table_keyword_ranks", {**v, "word": keyword, "top": top},
              f"The word '{keyword}' occurs exactly once in the {O} cell of each entry row whose rank (as defined "
              f"above) is at most {top} (ranks 1 to {top}), and in no other cell of the table."),
+            ("citations", "table_note_citations", v, f"Each entry row's {O} cell contains exactly one number: "
+             f"the {T} (as defined above) of the entry row ranked one place below it; the row ranked last cites the "
+             f"{T} of the row ranked 1."),
             ("lipogram", "table_cells_absent_letters", {**t, "letters": banned, "in": [N, O]},
              f"The letter '{banned}' appears in no {N} or {O} cell of the entry rows, in either case.")]
     extra = rng.choice([w for w in fill if w != keyword])
