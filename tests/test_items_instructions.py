@@ -476,7 +476,8 @@ def table_requirements(q: dict, text: str) -> list[bool] | None:
     cells = [(r, c, row[c]) for r, row in enumerate(rows) for c in q["columns"]]
     keyword_ok = all(len(re.findall(rf"(?i)(?<![A-Za-z]){q['keyword']}(?![A-Za-z])", cell))
                      == (1 if c == q["note"] and r in hosts else 0) for r, c, cell in cells)
-    return [len(entries) == q["R"] and totals[q["name"]] == q["label"] and totals[q["note"]] == totals[q["rank"]] == "-",
+    return [len(entries) == q["R"] and totals[q["name"]] == q["label"]
+            and totals[q["note"]] == totals[q["rank"]] == "-",
             all(re.fullmatch(r"[A-Z][a-z]*", row[q["name"]]) for row in entries)
             and "".join(row[q["name"]][0] for row in entries) == q["letters"],
             all(q["low"] <= n <= q["high"] for n in truth["words"]) and len(set(truth["words"])) == len(entries),

@@ -1,4 +1,4 @@
-"""Instruction following (GI 2.0): long documents whose verifiable constraints interlock, so that one slip breaks several."""
+"""Instruction following (GI 2.0): long documents whose checked constraints interlock, so one slip breaks several."""
 
 from __future__ import annotations
 
