@@ -605,20 +605,20 @@ def code_breaker(rng: ItemRng, *, positions: int = 5, digits: int = 10) -> Gener
 
 # ---------------------------------------------------------------- zebra grid
 
-# Each category: (label in the answer instructions, plural heading, value pool, how a clue names the holder).
+# Each category: (what the answer asks for, heading, value pool, how a clue names the holder of a value).
 _ZEBRA_CATEGORIES = [
-    ("names", "Names", ["Alice", "Bruno", "Chiara", "Dario", "Elif", "Farid", "Greta", "Hiro", "Ines", "Jonas"],
+    ("name", "Names", ["Alice", "Bruno", "Chiara", "Dario", "Elif", "Farid", "Greta", "Hiro", "Ines", "Jonas"],
      "{}"),
-    ("house colours", "House colours", ["red", "green", "white", "yellow", "blue", "orange", "purple", "grey"],
+    ("house colour", "House colours", ["red", "green", "white", "yellow", "blue", "orange", "purple", "grey"],
      "the resident of the {} house"),
-    ("pets", "Pets", ["cat", "dog", "parrot", "tortoise", "goldfish", "rabbit", "hamster", "ferret"],
+    ("pet", "Pets", ["cat", "dog", "parrot", "tortoise", "goldfish", "rabbit", "hamster", "ferret"],
      "the {} owner"),
-    ("drinks", "Drinks", ["tea", "coffee", "milk", "juice", "water", "cocoa", "lemonade", "kefir"],
+    ("drink", "Drinks", ["tea", "coffee", "milk", "juice", "water", "cocoa", "lemonade", "kefir"],
      "the {} drinker"),
-    ("jobs", "Jobs", ["baker", "pilot", "nurse", "painter", "lawyer", "chemist", "farmer", "tailor"], "the {}"),
-    ("instruments", "Instruments", ["violin", "cello", "piano", "drums", "flute", "harp", "guitar", "trumpet"],
+    ("job", "Jobs", ["baker", "pilot", "nurse", "painter", "lawyer", "chemist", "farmer", "tailor"], "the {}"),
+    ("instrument", "Instruments", ["violin", "cello", "piano", "drums", "flute", "harp", "guitar", "trumpet"],
      "the person who plays the {}"),
-    ("hobbies", "Hobbies", ["chess", "rowing", "knitting", "fencing", "gardening", "pottery", "archery", "juggling"],
+    ("hobby", "Hobbies", ["chess", "rowing", "knitting", "fencing", "gardening", "pottery", "archery", "juggling"],
      "the person whose hobby is {}"),
 ]
 
@@ -796,7 +796,8 @@ def _zebra_clue(rng: ItemRng, n: int, m: int, grid: list[int], mix: dict[str, in
                     continue
                 mask = ((1 << n) - 1) & ~(1 << other)
             return "unary", var, mask, kind
-        x, y = rng.sample(range(n * m), 2)
+        x, y = rng.randrange(n * m), rng.randrange(n * m - 1)  # two different variables (cheaper than sample)
+        y += y >= x
         if x // n == y // n and kind in ("same", "different"):
             continue  # two values of one category never share a house
         if kind in ("same", "different") and y // n < x // n:
@@ -886,10 +887,10 @@ def zebra(rng: ItemRng, *, houses: int = 6, attributes: int = 6, clues: str = "w
         "\"X lives next to Y\" rules it out; \"X and Y live in houses whose numbers are both odd or both even\" "
         "does not). House colour is the colour of the house the resident lives in.\n\nClues:\n"
         + "\n".join(f"{i}. {text}" for i, text in enumerate(texts, 1))
-        + f"\n\nExactly one arrangement satisfies every clue. Work out the {first} and the {second} of every "
-        f"house.\n\nEnd your response with a final line `ANSWER: <list>`, where <list> is {2 * n} comma-separated "
-        f"entries: first the {first} of houses 1 to {n} in house order, then the {second} of houses 1 to {n} in "
-        "house order.")
+        + f"\n\nExactly one arrangement satisfies every clue. For every house, what are its resident's {first} "
+        f"and {second}?\n\nEnd your response with a final line `ANSWER: <list>`, where <list> is {2 * n} "
+        f"comma-separated entries: the {first} for house 1, house 2, ..., house {n}, followed by the {second} for "
+        f"house 1, house 2, ..., house {n}.")
     answer = by_house[0] + by_house[1]
     generated = _list_answer(prompt, answer)
     return generated.model_copy(update={"difficulty": {
