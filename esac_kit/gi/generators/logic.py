@@ -1,4 +1,7 @@
-"""Logical deduction generators: each solver enumerates every candidate and proves the solution unique."""
+"""Logical deduction generators (ESAC-GI 2.0): every puzzle has exactly one solution, proven by the generator's
+own solver (exhaustive enumeration, or for the zebra grid a complete propagate-and-branch search), and every
+instance reports a difficulty measured by solving it: refuted branches, rejected partial assignments, or the
+nodes a branch-and-bound must expand."""
 
 from __future__ import annotations
 
@@ -114,9 +117,8 @@ def round_table(rng: ItemRng, *, guests: int = 10, clues: str = "weak") -> Gener
 
     S = table(list(range(n - 1)))
     truth = rng.randrange(len(perms))
-    Clue = tuple[str, Callable[[np.ndarray], np.ndarray]]
 
-    def draw() -> Clue:
+    def draw() -> tuple[str, Callable[[list[np.ndarray] | _Pick], np.ndarray]]:
         while True:
             a, b, c, d = rng.sample(range(n), 4)
             A, B, C, D = names[a], names[b], names[c], names[d]
@@ -303,33 +305,36 @@ def knights_knaves(rng: ItemRng, *, islanders: int = 10, max_statements: int = 3
     names = rng.sample(_ISLANDERS, n)
     K = _ternary(n)
     kinds = _kinds_of(K)
-    while True:
-        truth = [rng.randrange(3) for _ in range(n)]
-        if all(2 <= truth.count(k) for k in range(3)):
-            break
-    row = sum(kind * 3 ** (n - 1 - i) for i, kind in enumerate(truth))  # the hidden assignment's row in K
-    first_true = [rng.random() < 0.5 for _ in range(n)]  # whether a switcher's first statement is true
-    said: list[list[Statement]] = [[] for _ in range(n)]
-    truths: list[list[np.ndarray]] = [[] for _ in range(n)]
-
-    def wanted(s: int, position: int) -> bool:
-        return truth[s] == 0 or (truth[s] == 2 and first_true[s] == (position % 2 == 0))
-
     everyone = np.ones(len(K), dtype=bool)
-    fit = [everyone] * n  # fit[s]: the rows where s's statements so far fit s's kind
-    alive, count = everyone, len(K)
-    while count > 1:
-        s = rng.choice([i for i in range(n) if len(said[i]) < max_statements])
-        text, truth_of = _island_statement(rng, s, n, names)
-        value = truth_of(K)
-        if bool(value[row]) != wanted(s, len(said[s])) or any(t == text for t, _ in said[s]):
+    while True:  # a draw whose speakers run out of statements before one assignment is left starts again
+        truth = [rng.randrange(3) for _ in range(n)]
+        if not all(2 <= truth.count(k) for k in range(3)):
             continue
-        new_fit = _consistent(kinds[s], truths[s] + [value])
-        cut = alive & new_fit
-        if (new_count := int(cut.sum())) < count:  # a statement that cuts nothing would be spare at once
-            alive, count, fit[s] = cut, new_count, new_fit
-            said[s].append((text, truth_of))
-            truths[s].append(value)
+        row = sum(kind * 3 ** (n - 1 - i) for i, kind in enumerate(truth))  # the hidden assignment's row in K
+        first_true = [rng.random() < 0.5 for _ in range(n)]  # whether a switcher's first statement is true
+        said: list[list[Statement]] = [[] for _ in range(n)]
+        truths: list[list[np.ndarray]] = [[] for _ in range(n)]
+        fit = [everyone] * n  # fit[s]: the rows where s's statements so far fit s's kind
+        alive, count, tries = everyone, len(K), 0
+        while count > 1 and tries < 40 * n:
+            open_speakers = [i for i in range(n) if len(said[i]) < max_statements]
+            if not open_speakers:
+                break
+            s, tries = rng.choice(open_speakers), tries + 1
+            text, truth_of = _island_statement(rng, s, n, names)
+            value = truth_of(K)
+            # A knight's statements are true, a knave's false; a switcher's alternate from a drawn start.
+            wanted = truth[s] == 0 or (truth[s] == 2 and first_true[s] == (len(said[s]) % 2 == 0))
+            if bool(value[row]) != wanted or any(t == text for t, _ in said[s]):
+                continue
+            new_fit = _consistent(kinds[s], truths[s] + [value])
+            cut = alive & new_fit
+            if (new_count := int(cut.sum())) < count:  # a statement that cuts nothing would be spare at once
+                alive, count, fit[s], tries = cut, new_count, new_fit, 0
+                said[s].append((text, truth_of))
+                truths[s].append(value)
+        if count == 1:
+            break
     # Drop statements while the hidden assignment stays the only consistent one. Dropping a statement from the
     # middle changes a switcher's alternation rather than relaxing it, so sweep until no statement can go.
     while True:
@@ -447,7 +452,7 @@ def task_schedule(rng: ItemRng, *, jobs: int = 8, precedences: int = 4, releases
         w = [rng.randint(1, 5) for _ in range(n)]
         r = [0] * n
         for j in rng.sample(range(n), releases):
-            r[j] = rng.randint(2, 4 * n // 2)
+            r[j] = rng.randint(2, 2 * n)
         pairs: list[tuple[int, int]] = []
         while len(pairs) < precedences:
             a, b = rng.sample(range(n), 2)
