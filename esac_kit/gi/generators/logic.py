@@ -648,7 +648,7 @@ _ZEBRA_MIXES = {
               "parity": 2, "far": 2, "house": 1, "end": 1, "even": 1, "not-house": 1},
 }
 _ZEBRA_UNARY = ("house", "end", "even", "not-house")
-_NODE_CAP = 20000  # a search past this many nodes abandons the draw (it happens in well under 1 % of draws)
+_NODE_CAP = 3000  # a search past this many nodes abandons the draw (under 1 % of draws; it bounds the time)
 
 
 class _SearchCapped(Exception):
