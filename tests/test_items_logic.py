@@ -456,54 +456,74 @@ def zebra_clue(line, values):
 
 
 def zebra_grids(headings, n, clues, limit=2):
-    """Every grid (a permutation of houses per category) meeting the clues, up to `limit`, by a search over
-    whole-category permutations with arc consistency between categories."""
-    perms = np.array(list(permutations(range(1, n + 1))))  # perms[k, v]: house of value v
+    """Up to `limit` grids meeting the clues ({heading: house of each value}), by a search over the house of each
+    value: arc consistency on the two-value clues, each category's values in different houses (a placed value
+    takes its house from the others; a house only one value can still take gets it), then a split on a value
+    with the fewest houses left."""
     index = {h: i for i, h in enumerate(headings)}
-    domain = [np.ones(len(perms), dtype=bool) for _ in headings]
-    pair = {}
+    size = len(headings) * n
+    domain = [set(range(1, n + 1)) for _ in range(size)]
+    pairs, touching = [], [[] for _ in range(size)]
     for refs, test in clues:
-        cats = [index[h] for h, _ in refs]
-        if len(refs) == 1:
-            domain[cats[0]] &= test(perms[:, refs[0][1]], n)
-        elif cats[0] == cats[1]:
-            domain[cats[0]] &= test(perms[:, refs[0][1]], perms[:, refs[1][1]], n)
+        ids = [index[h] * n + v for h, v in refs]
+        if len(ids) == 1:
+            domain[ids[0]] = {x for x in domain[ids[0]] if test(x, n)}
         else:
-            (a, u), (b, v) = sorted([(cats[0], refs[0][1]), (cats[1], refs[1][1])])
-            if (a, u) == (cats[0], refs[0][1]):
-                mask = test(perms[:, u][:, None], perms[:, v][None, :], n)
-            else:
-                mask = test(perms[:, v][None, :], perms[:, u][:, None], n)
-            pair[a, b] = pair[a, b] & mask if (a, b) in pair else mask
+            touching[ids[0]].append(len(pairs))
+            touching[ids[1]].append(len(pairs))
+            pairs.append((ids[0], ids[1], test))
+
+    def propagate(dom, queue):
+        while queue:
+            v = queue.pop()
+            changed = []
+            for k in touching[v]:
+                x, y, test = pairs[k]
+                if v == x:
+                    other, new = y, {b for b in dom[y] if any(test(a, b, n) for a in dom[x])}
+                else:
+                    other, new = x, {a for a in dom[x] if any(test(a, b, n) for b in dom[y])}
+                if new != dom[other]:
+                    dom[other] = new
+                    changed.append(other)
+            first = v - v % n
+            group = range(first, first + n)
+            if len(dom[v]) == 1:
+                for u in group:
+                    if u != v and dom[v] <= dom[u]:
+                        dom[u] = dom[u] - dom[v]
+                        changed.append(u)
+            for house in range(1, n + 1):
+                holders = [u for u in group if house in dom[u]]
+                if len(holders) == 1 and len(dom[holders[0]]) > 1:
+                    dom[holders[0]] = {house}
+                    changed.append(holders[0])
+                elif not holders:
+                    return False
+            if any(not dom[u] for u in changed):
+                return False
+            queue.extend(changed)
+        return True
+
     found = []
 
     def search(dom):
-        changed = True
-        while changed:
-            changed = False
-            for (a, b), mask in pair.items():
-                for x, keep in ((a, mask[:, dom[b]].any(1)), (b, mask[dom[a]].any(0))):
-                    new = dom[x] & keep
-                    if not new.any():
-                        return
-                    if (new != dom[x]).any():
-                        dom[x], changed = new, True
-        sizes = [int(d.sum()) for d in dom]
-        if max(sizes) == 1:
-            found.append([int(np.flatnonzero(d)[0]) for d in dom])
+        if len(found) >= limit:
             return
-        c = min((s, i) for i, s in enumerate(sizes) if s > 1)[1]
-        for k in np.flatnonzero(dom[c]):
-            if len(found) >= limit:
-                return
-            child = [d.copy() for d in dom]
-            child[c] = np.zeros(len(perms), dtype=bool)
-            child[c][k] = True
-            search(child)
+        open_values = [u for u in range(size) if len(dom[u]) > 1]
+        if not open_values:
+            found.append({h: [next(iter(dom[i * n + v])) for v in range(n)] for h, i in index.items()})
+            return
+        u = min(open_values, key=lambda u: len(dom[u]))
+        for house in sorted(dom[u]):
+            child = [set(d) for d in dom]
+            child[u] = {house}
+            if propagate(child, [u]):
+                search(child)
 
-    if all(d.any() for d in domain):
+    if all(domain) and propagate(domain, list(range(size))):
         search(domain)
-    return [[perms[k] for k in grid] for grid in found]
+    return found
 
 
 def zebra_problem(g):
@@ -526,8 +546,8 @@ def test_zebra_has_exactly_one_grid_and_no_spare_clue(irreducible_checks):
         assert len(grids) == 1
         first, second = re.search(r"the (.+?) for house 1, house 2, \.\.\., house \d+, followed by the (.+?) for",
                                   g.prompt).groups()
-        grid = dict(zip(headings, grids[0]))
-        by_house = lambda h: [values[h][list(grid[h]).index(house)] for house in range(1, n + 1)]  # noqa: E731
+        grid = grids[0]
+        by_house = lambda h: [values[h][grid[h].index(house)] for house in range(1, n + 1)]  # noqa: E731
         assert by_house(ASKED[first]) + by_house(ASKED[second]) == entries(g)
         if s < irreducible_checks:
             for i in range(len(clues)):
