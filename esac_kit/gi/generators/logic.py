@@ -233,7 +233,10 @@ def _all(masks: list[np.ndarray]) -> np.ndarray:
 _ISLANDERS = ["Ava", "Boris", "Cora", "Dmitri", "Elsa", "Finn", "Greta", "Hugo", "Iris", "Jules", "Kai", "Luz",
               "Mona", "Nils"]
 _KINDS = ["knight", "knave", "switcher"]
-Statement = tuple[str, Callable[[np.ndarray], np.ndarray]]  # text, and its truth over a table of assignments
+# A statement's truth per row of an assignment table K (rows x islanders), given the table's kind counts C
+# ([kind, row]); and a statement: its text and that truth function.
+Truth = Callable[[np.ndarray, np.ndarray], np.ndarray]
+Statement = tuple[str, Truth]
 
 
 @cache
@@ -248,7 +251,6 @@ def _kind_counts(n: int) -> np.ndarray:
     """How many islanders of each kind every row of _ternary(n) has: [kind, row]. Reordering the columns of the
     table leaves these counts alone, so they serve the search's reordered table as well."""
     K = _ternary(n)
-    kinds = _kinds_of(K)
     return np.stack([(K == k).sum(1, dtype=np.int8) for k in range(3)])
 
 
@@ -259,29 +261,31 @@ def _island_statement(rng: ItemRng, s: int, n: int, names: list[str]) -> Stateme
     k, k2 = rng.sample(range(3), 2)
     kind, kind2 = _KINDS[k], _KINDS[k2]
     c, total, everyone = rng.randint(1, 2), rng.randint(2, (n + 1) // 2), _NUMBER_WORDS[n]
-    options: list[tuple[int, str, Callable[[np.ndarray], np.ndarray]]] = [
-        (3, f"{X} is a {kind}.", lambda K: K[:, x] == k),
-        (2, f"{X} is not a {kind}.", lambda K: K[:, x] != k),
-        (3, f"{X} and {Y} are the same kind.", lambda K: K[:, x] == K[:, y]),
-        (2, f"{X} and {Y} are different kinds.", lambda K: K[:, x] != K[:, y]),
-        (2, f"{X} and I are the same kind.", lambda K: K[:, x] == K[:, s]),
+    options: list[tuple[int, str, Truth]] = [
+        (3, f"{X} is a {kind}.", lambda K, C: K[:, x] == k),
+        (2, f"{X} is not a {kind}.", lambda K, C: K[:, x] != k),
+        (3, f"{X} and {Y} are the same kind.", lambda K, C: K[:, x] == K[:, y]),
+        (2, f"{X} and {Y} are different kinds.", lambda K, C: K[:, x] != K[:, y]),
+        (2, f"{X} and I are the same kind.", lambda K, C: K[:, x] == K[:, s]),
         (3, f"Exactly {c} of {X}, {Y} and {Z} {'is a' if c == 1 else 'are'} {kind}{'' if c == 1 else 's'}.",
-         lambda K: (K[:, x] == k).astype(np.int8) + (K[:, y] == k) + (K[:, z] == k) == c),
-        (2, f"At least one of {X} and {Y} is a {kind}.", lambda K: (K[:, x] == k) | (K[:, y] == k)),
-        (3, f"If {X} is a {kind}, then {Y} is a {kind2}.", lambda K: (K[:, x] != k) | (K[:, y] == k2)),
-        (1, f"I am a {kind}.", lambda K: K[:, s] == k),
-        (1, f"I am not a {kind}.", lambda K: K[:, s] != k),
-        (2, f"Exactly {total} of us {everyone} are {kind}s.", lambda K: _kind_counts(len(K[0]))[k] == total),
+         lambda K, C: (K[:, x] == k).astype(np.int8) + (K[:, y] == k) + (K[:, z] == k) == c),
+        (2, f"At least one of {X} and {Y} is a {kind}.", lambda K, C: (K[:, x] == k) | (K[:, y] == k)),
+        (3, f"If {X} is a {kind}, then {Y} is a {kind2}.", lambda K, C: (K[:, x] != k) | (K[:, y] == k2)),
+        (1, f"I am a {kind}.", lambda K, C: K[:, s] == k),
+        (1, f"I am not a {kind}.", lambda K, C: K[:, s] != k),
+        (2, f"Exactly {total} of us {everyone} are {kind}s.", lambda K, C: C[k] == total),
         (2, f"Among us {everyone} there are more {kind}s than {kind2}s.",
-         lambda K: _kind_counts(len(K[0]))[k] > _kind_counts(len(K[0]))[k2]),
+         lambda K, C: C[k] > C[k2]),
     ]
     _, text, truth = rng.weighted_choice(options, [o[0] for o in options])
     return text, truth
 
 
-def _kinds_of(K: np.ndarray) -> list[list[np.ndarray]]:
-    """kinds[s][k]: the rows of an assignment table where islander s is of kind k."""
-    return [[np.ascontiguousarray(K[:, s] == k) for k in range(3)] for s in range(K.shape[1])]
+@cache
+def _kinds_of(n: int) -> list[list[np.ndarray]]:
+    """kinds[s][k]: the rows of _ternary(n) where islander s is of kind k."""
+    K = _ternary(n)
+    return [[np.ascontiguousarray(K[:, s] == k) for k in range(3)] for s in range(n)]
 
 
 def _consistent(kinds: list[np.ndarray], said: list[np.ndarray]) -> np.ndarray:
@@ -298,14 +302,12 @@ def _consistent(kinds: list[np.ndarray], said: list[np.ndarray]) -> np.ndarray:
     return fit | kinds[2]
 
 
-def knights_knaves(rng: ItemRng, *, islanders: int = 10, max_statements: int = 3) -> Generated:
+def knights_knaves(rng: ItemRng, *, islanders: int = 11, max_statements: int = 3) -> Generated:
     """Knights, knaves and switchers (whose statements alternate between true and false), each making up to
     `max_statements` statements in order; exactly one assignment of kinds fits, and no statement is spare."""
     n = islanders
     names = rng.sample(_ISLANDERS, n)
-    K = _ternary(n)
-    kinds = _kinds_of(K)
-    everyone = np.ones(len(K), dtype=bool)
+    K, C = _ternary(n), _kind_counts(n)
     while True:  # a draw whose speakers run out of statements before one assignment is left starts again
         truth = [rng.randrange(3) for _ in range(n)]
         if not all(2 <= truth.count(k) for k in range(3)):
@@ -313,28 +315,27 @@ def knights_knaves(rng: ItemRng, *, islanders: int = 10, max_statements: int = 3
         row = sum(kind * 3 ** (n - 1 - i) for i, kind in enumerate(truth))  # the hidden assignment's row in K
         first_true = [rng.random() < 0.5 for _ in range(n)]  # whether a switcher's first statement is true
         said: list[list[Statement]] = [[] for _ in range(n)]
-        truths: list[list[np.ndarray]] = [[] for _ in range(n)]
-        fit = [everyone] * n  # fit[s]: the rows where s's statements so far fit s's kind
-        alive, count, tries = everyone, len(K), 0
-        while count > 1 and tries < 40 * n:
+        alive, Ka, Ca, tries = np.arange(len(K)), K, C, 0  # the consistent rows so far, and their table
+        while len(alive) > 1 and tries < 40 * n:
             open_speakers = [i for i in range(n) if len(said[i]) < max_statements]
             if not open_speakers:
                 break
             s, tries = rng.choice(open_speakers), tries + 1
             text, truth_of = _island_statement(rng, s, n, names)
-            value = truth_of(K)
             # A knight's statements are true, a knave's false; a switcher's alternate from a drawn start.
             wanted = truth[s] == 0 or (truth[s] == 2 and first_true[s] == (len(said[s]) % 2 == 0))
-            if bool(value[row]) != wanted or any(t == text for t, _ in said[s]):
+            if bool(truth_of(K[row:row + 1], C[:, row:row + 1])[0]) != wanted or any(t == text for t, _ in said[s]):
                 continue
-            new_fit = _consistent(kinds[s], truths[s] + [value])
-            cut = alive & new_fit
-            if (new_count := int(cut.sum())) < count:  # a statement that cuts nothing would be spare at once
-                alive, count, fit[s], tries = cut, new_count, new_fit, 0
+            fit = _consistent([Ka[:, s] == k for k in range(3)],
+                              [t(Ka, Ca) for _, t in said[s]] + [truth_of(Ka, Ca)])
+            if not fit.all():  # a statement that cuts nothing would be spare at once
+                alive, Ka, Ca, tries = alive[fit], Ka[fit], Ca[:, fit], 0
                 said[s].append((text, truth_of))
-                truths[s].append(value)
-        if count == 1:
+        if len(alive) == 1:
             break
+    kinds = _kinds_of(n)
+    truths = [[t(K, C) for _, t in said[s]] for s in range(n)]
+    fit = [_consistent(kinds[s], truths[s]) for s in range(n)]  # fit[s]: the rows where s's statements fit
     # Drop statements while the hidden assignment stays the only consistent one. Dropping a statement from the
     # middle changes a switcher's alternation rather than relaxing it, so sweep until no statement can go.
     while True:
@@ -359,8 +360,8 @@ def knights_knaves(rng: ItemRng, *, islanders: int = 10, max_statements: int = 3
     order = sorted(range(n), key=lambda i: (-mentions[i], i))
     depth = [order.index(i) for i in range(n)]
     K2 = K[:, depth]  # rows in the search's lexicographic order; column i is islander i
-    kinds2 = _kinds_of(K2)
-    masks = [_consistent(kinds2[s], [truth_of(K2) for _, truth_of in said[s]]) for s in range(n) if said[s]]
+    kinds2 = [kinds[d] for d in depth]  # islander i of K2 is column depth[i] of K
+    masks = [_consistent(kinds2[s], [truth_of(K2, C) for _, truth_of in said[s]]) for s in range(n) if said[s]]
     nodes, rejected = _dfs_rejections(masks, [3] * n)
     lines = []
     for s in range(n):
