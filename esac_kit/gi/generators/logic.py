@@ -1,10 +1,13 @@
-"""Logical deduction generators: each solver enumerates every candidate and proves the solution unique."""
+"""Logical deduction generators (ESAC-GI 2.0): every puzzle has exactly one solution, proven by the generator's
+own solver (exhaustive enumeration, or for the zebra grid a complete propagate-and-branch search), and every
+instance reports a difficulty measured by solving it: refuted branches, rejected partial assignments, or the
+nodes a branch-and-bound must expand."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+import math
 from functools import cache
-from itertools import permutations, product
 
 import numpy as np
 
@@ -12,32 +15,37 @@ from esac_kit.rng import ItemRng
 from esac_kit.schemas import ExactKey, Generated
 
 Clue = tuple[str, np.ndarray]  # the clue's text and the boolean mask of candidates it allows
-_BITS_SET = np.array([bin(byte).count("1") for byte in range(256)], dtype=np.int64)  # popcount of a byte
+# A drawn clue: its text and a function giving, for an array of candidate indices (None: all of them), which of
+# them it allows.
+LazyClue = tuple[str, Callable[[np.ndarray | None], np.ndarray]]
 
 
-def minimal_clues(rng: ItemRng, draw: Callable[[], Clue], candidates: int) -> list[Clue]:
+def minimal_clues(rng: ItemRng, draw: Callable[[], LazyClue], candidates: int) -> list[Clue]:
     """Draw true clues until one candidate survives, then drop every clue the others make redundant.
 
-    `draw` must only return clues that hold for the hidden solution, so the survivor is the solution;
-    the result is irreducible: removing any one clue leaves more than one candidate.
+    `draw` must only return clues that hold for the hidden solution, so the survivor is the solution; a clue
+    is first tested on the surviving candidates only (cheap once few survive) and kept when it cuts some.
+    The result is irreducible: removing any one clue leaves more than one candidate.
     """
-    alive, clues, packed = np.packbits(np.ones(candidates, dtype=bool)), [], []
-    survivors = lambda bits: int(_BITS_SET[bits].sum())  # noqa: E731 (masks are packed 8 to a byte)
-    while survivors(alive) > 1:
-        text, mask = draw()
-        bits = np.packbits(mask)
-        if survivors(alive & bits) < survivors(alive):  # a clue that cuts nothing would be redundant at once
-            alive &= bits
-            clues.append((text, mask))
-            packed.append(bits)
-    keep = list(range(len(clues)))
+    alive, kept = None, []
+    while alive is None or len(alive) > 1:
+        text, allows = draw()
+        cut = allows(alive)
+        if not cut.all():  # a clue that cuts nothing would be redundant at once
+            kept.append((text, allows))
+            alive = np.flatnonzero(cut) if alive is None else alive[cut]
+    masks = [allows(None) for _, allows in kept]
+    broken = np.zeros(candidates, dtype=np.int16)  # how many clues each candidate breaks
+    for mask in masks:
+        broken += ~mask
+    keep = list(range(len(kept)))
     order = list(keep)
     rng.shuffle(order)
-    for i in order:
-        rest = [packed[j] for j in keep if j != i]
-        if rest and survivors(np.bitwise_and.reduce(rest)) == 1:
+    for i in order:  # clue i is spare when no candidate breaks it alone
+        if not (~masks[i] & (broken == 1)).any():
             keep.remove(i)
-    return [clues[j] for j in keep]
+            broken -= ~masks[i]
+    return [(kept[j][0], masks[j]) for j in keep]
 
 
 def solutions(clues: list[Clue]) -> np.ndarray:
@@ -51,347 +59,878 @@ def _list_answer(prompt: str, names: list[str]) -> Generated:
                      reference=f"Working omitted.\nANSWER: {answer}")
 
 
-@cache
-def _perms(n: int) -> np.ndarray:
-    """Every permutation of range(n), one per row, in lexicographic order."""
-    return np.array(list(permutations(range(n))), dtype=np.int8)
-
-
 # ---------------------------------------------------------------- round table
 
-_GUESTS = ["Amir", "Beth", "Chen", "Dana", "Emil", "Freya", "Goran", "Hedy", "Ines", "Jonas", "Kofi", "Lena"]
+_GUESTS = ["Amir", "Beth", "Chen", "Dana", "Emil", "Freya", "Goran", "Hedy", "Ines", "Jonas", "Kofi", "Lena",
+           "Marta", "Nuno"]
 
 
-def round_table(rng: ItemRng) -> Generated:
-    """Eight guests at a round table with eight numbered seats, placed by relative and cyclic clues."""
-    names = rng.sample(_GUESTS, 8)
-    seat = _perms(8)  # seat[k, g] = seat (0..7) of guest g in candidate k
-    truth = rng.randrange(len(seat))
+@cache
+def _lex_perms(m: int) -> np.ndarray:
+    """Every permutation of range(m), one per row, in lexicographic order (as itertools.permutations)."""
+    table = np.zeros((1, 0), dtype=np.int8)
+    for size in range(1, m + 1):  # the permutations of range(size): each first value, then the rest relabelled
+        table = np.concatenate([np.column_stack([np.full(len(table), first, dtype=np.int8),
+                                                 table + (table >= first)]) for first in range(size)])
+    return table
 
-    near = lambda x, y: abs((x - y + 4) % 8 - 4) == 1  # noqa: E731 (cyclic distance 1)
 
-    def draw() -> Clue:
+class _Pick:
+    """Some rows of a table kept as one array per column: pick[c] is column c at those rows."""
+
+    def __init__(self, columns: list[np.ndarray], rows: np.ndarray | slice):
+        self.columns, self.rows = columns, rows
+
+    def __getitem__(self, c: int) -> np.ndarray:
+        return self.columns[c][self.rows]
+
+
+def _clockwise(x: np.ndarray, y: np.ndarray, n: int) -> np.ndarray:
+    """Seats stepped going clockwise from seat x to seat y."""
+    d = y - x  # int8 seats: a negative difference has its sign bit set, and the shift spreads it
+    return d + ((d >> 7) & np.int8(n))
+
+
+def _distance(x: np.ndarray, y: np.ndarray, n: int) -> np.ndarray:
+    c = _clockwise(x, y, n)
+    return np.minimum(c, n - c)
+
+
+_TABLE_MIXES = {  # clue weights: the weak mix is mostly comparisons of distances and clockwise order
+    "weak": {"clockwise": 0, "steps": 1, "next": 1, "not-next": 3, "distance": 1, "far": 2, "closer": 4,
+             "before": 4, "one-of": 2, "halfway": 2, "equal": 3, "even": 1},
+    "mixed": {"clockwise": 1, "steps": 2, "next": 2, "not-next": 3, "distance": 2, "far": 2, "closer": 3,
+              "before": 3, "one-of": 2, "halfway": 2, "equal": 2, "even": 1},
+}
+
+
+def round_table(rng: ItemRng, *, guests: int = 10, clues: str = "weak") -> Generated:
+    """Guests around an unmarked round table, fixed up to rotation by clockwise, distance and parity clues."""
+    n, mix = guests, _TABLE_MIXES[clues]
+    names = rng.sample(_GUESTS, n)  # names[0] is the guest the answer starts from
+    perms = _lex_perms(n - 1)
+
+    def table(depth: list[int]) -> list[np.ndarray]:
+        """Seat of every guest (one array per guest) in every seating with names[0] in seat 0; guest g is
+        placed at search depth depth[g - 1], so the seatings are in the lexicographic order of that search."""
+        return [np.zeros(len(perms), dtype=np.int8)] + [perms[:, d] + 1 for d in depth]
+
+    S = table(list(range(n - 1)))
+    truth = rng.randrange(len(perms))
+
+    def draw() -> tuple[str, Callable[[list[np.ndarray] | _Pick], np.ndarray]]:
         while True:
-            a, b, c = rng.sample(range(8), 3)
-            A, B, C, k, s = names[a], names[b], names[c], rng.choice([2, 3]), int(seat[truth, a]) + 1
-            text, holds = rng.weighted_choice([
-                (f"{A} sits in the next seat clockwise from {B}.", lambda x, y, z: (x - y) % 8 == 1),
-                (f"{A} sits directly opposite {B}.", lambda x, y, z: (x - y) % 8 == 4),
-                (f"{A} and {B} are not neighbours.", lambda x, y, z: ~near(x, y)),
-                (f"Going clockwise from {A}, you reach {B} before you reach {C}.",
-                 lambda x, y, z: (y - x) % 8 < (z - x) % 8),
-                (f"{A} is {k} seats clockwise from {B}.", lambda x, y, z: (x - y) % 8 == k),
-                (f"{A} sits next to {B} or next to {C}, but not next to both.",
-                 lambda x, y, z: near(x, y) != near(x, z)),
-                (f"{A} sits in an even-numbered seat.", lambda x, y, z: x % 2 == 1),  # seat number = x + 1
-                (f"{A}'s seat number is higher than {B}'s.", lambda x, y, z: x > y),
-                (f"{A} sits in seat {s}.", lambda x, y, z: x == s - 1),
-                (f"Neither {A} nor {B} sits in seat 1.", lambda x, y, z: (x != 0) & (y != 0)),
-            ], [1, 1, 3, 4, 2, 3, 2, 3, 1, 1])
-            if holds(*seat[truth, [a, b, c]]):  # test the hidden seating first: it is cheap
-                return text, holds(seat[:, a], seat[:, b], seat[:, c])
+            a, b, c, d = rng.sample(range(n), 4)
+            A, B, C, D = names[a], names[b], names[c], names[d]
+            k, far = rng.randint(2, n - 2), rng.randint(2, n // 2)
+            options: list[tuple[str, str, Callable[[np.ndarray], np.ndarray]]] = [
+                ("clockwise", f"{A} sits immediately clockwise of {B}.",
+                 lambda s: _clockwise(s[b], s[a], n) == 1),
+                ("steps", f"{A} sits {k} seats clockwise of {B}.", lambda s: _clockwise(s[b], s[a], n) == k),
+                ("next", f"{A} and {B} sit next to each other.", lambda s: _distance(s[a], s[b], n) == 1),
+                ("not-next", f"{A} and {B} do not sit next to each other.",
+                 lambda s: _distance(s[a], s[b], n) != 1),
+                ("distance", f"The distance between {A} and {B} is {far}.",
+                 lambda s: _distance(s[a], s[b], n) == far),
+                ("far", f"The distance between {A} and {B} is at least 3.",
+                 lambda s: _distance(s[a], s[b], n) >= 3),
+                ("closer", f"{A} sits closer to {B} than to {C}.",
+                 lambda s: _distance(s[a], s[b], n) < _distance(s[a], s[c], n)),
+                ("before", f"Going clockwise from {A}, you reach {B} before you reach {C}.",
+                 lambda s: _clockwise(s[a], s[b], n) < _clockwise(s[a], s[c], n)),
+                ("one-of", f"{A} sits next to {B} or next to {C}, but not next to both.",
+                 lambda s: (_distance(s[a], s[b], n) == 1) != (_distance(s[a], s[c], n) == 1)),
+                ("halfway", f"{A} sits as many seats clockwise of {B} as {C} sits clockwise of {A}.",
+                 lambda s: _clockwise(s[b], s[a], n) == _clockwise(s[a], s[c], n)),
+                ("equal", f"The distance between {A} and {B} equals the distance between {C} and {D}.",
+                 lambda s: _distance(s[a], s[b], n) == _distance(s[c], s[d], n)),
+                ("even", f"The distance between {A} and {B} is an even number.",
+                 lambda s: _distance(s[a], s[b], n) % 2 == 0),
+            ]
+            _, text, holds = rng.weighted_choice(options, [mix[o[0]] for o in options])
+            if holds(_Pick(S, slice(truth, truth + 1)))[0]:  # test the hidden seating first: it is cheap
+                return text, holds
 
-    clues = minimal_clues(rng, draw, len(seat))
-    order = np.argsort(seat[truth])
+    drawn: dict[str, Callable[[np.ndarray], np.ndarray]] = {}
+
+    def draw_lazy() -> LazyClue:
+        text, holds = draw()
+        drawn[text] = holds
+        return text, lambda rows: holds(S if rows is None else _Pick(S, rows))
+
+    chosen = minimal_clues(rng, draw_lazy, len(perms))
+    # The measure: seat the guests one at a time, most-mentioned first, rejecting a partial seating as soon as
+    # one clue can no longer be met.
+    mentions = {g: sum(names[g] in text for text, _ in chosen) for g in range(1, n)}
+    order = sorted(range(1, n), key=lambda g: (-mentions[g], g))
+    S2 = table([order.index(g) for g in range(1, n)])
+    nodes, rejected = _dfs_rejections([drawn[text](S2) for text, _ in chosen], list(range(n - 1, 0, -1)))
+    seating = [names[g] for g in np.argsort([column[truth] for column in S])]
+    word = _NUMBER_WORDS[n]
     prompt = (
-        "Eight guests — " + ", ".join(sorted(names)) + " — sit around a round table with eight seats, numbered 1 "
-        "to 8 clockwise (seat 8 is next to seat 1), one guest per seat. Two guests are neighbours when their "
-        "seats are next to each other. \"k seats clockwise from\" means k steps in the clockwise direction. "
-        "The seat numbers are printed on the chairs, so \"higher\" compares those numbers.\n\nClues:\n"
-        + "\n".join(f"{i}. {text}" for i, (text, _) in enumerate(clues, 1))
-        + "\n\nExactly one seating satisfies every clue. Who sits in each seat?\n\n"
-        "End your response with a final line `ANSWER: <names>`, where <names> lists the guests in seats 1, 2, "
-        "..., 8 in that order, comma-separated (e.g. `ANSWER: Name1, Name2, ...`).")
-    return _list_answer(prompt, [names[g] for g in order])
+        f"{word.capitalize()} guests — " + ", ".join(sorted(names)) + f" — sit around a round table with {n} "
+        "equally spaced seats, one guest per seat. The seats are unmarked, so seatings that differ only by a "
+        "rotation of everyone count as the same; a mirror image is a different seating. \"X sits k seats "
+        "clockwise of Y\" means that stepping k seats clockwise from Y's seat reaches X's seat; \"immediately "
+        "clockwise\" means 1 seat clockwise. The distance between two guests is the number of seats stepped "
+        "going from one to the other the shorter way round: guests next to each other are at distance 1"
+        + (f", guests directly opposite each other at distance {n // 2}" if n % 2 == 0 else "")
+        + ". \"Closer\" compares these distances.\n\nClues:\n"
+        + "\n".join(f"{i}. {text}" for i, (text, _) in enumerate(chosen, 1))
+        + f"\n\nExactly one seating satisfies every clue. Starting with {names[0]} and going clockwise, who sits "
+        f"where?\n\nEnd your response with a final line `ANSWER: <names>`, where <names> lists all {n} guests, "
+        f"comma-separated, starting with {names[0]} and continuing clockwise.")
+    generated = _list_answer(prompt, seating)
+    return generated.model_copy(update={"difficulty": {
+        "rejected": rejected, "nodes": nodes, "clues": len(chosen),
+        "search_space_log10": round(math.log10(math.factorial(n - 1)), 1)}})
 
 
-# ---------------------------------------------------------------- knights and knaves
-
-_ISLANDERS = ["Ava", "Boris", "Cora", "Dmitri", "Elsa", "Finn", "Greta", "Hugo", "Iris", "Jules", "Kai", "Luz"]
+# ---------------------------------------------------------------- knights, knaves and switchers
 
 
-def knights_knaves(rng: ItemRng) -> Generated:
-    """Ten islanders, knights or knaves, whose nested and counting statements leave one consistent assignment."""
-    names = rng.sample(_ISLANDERS, 10)
-    K = (np.arange(1024)[:, None] >> np.arange(10) & 1).astype(bool)  # K[a, i]: islander i is a knight under a
-    while True:
-        truth = rng.randrange(1024)
-        if 3 <= K[truth].sum() <= 7:
+def _dfs_rejections(masks: list[np.ndarray], branching: list[int]) -> tuple[int, int]:
+    """Nodes visited and nodes rejected by a depth-first search over an enumerated candidate space.
+
+    The candidates are listed in lexicographic order of the search's choices (choice 0 most significant), so
+    the candidates sharing their first d choices form one contiguous block, and `branching[d]` is the number of
+    options for choice d. The search extends a partial assignment only while every constraint on its own still
+    has a completion that satisfies it (as a propagator checks each constraint); `masks[c][k]` says whether
+    candidate k satisfies constraint c.
+    """
+    depth = len(branching)
+    ok = list(masks)
+    alive = [_all(ok)]
+    for d in range(depth - 1, 0, -1):  # from prefixes of d + 1 choices to prefixes of d choices
+        if branching[d] > 1:
+            ok = [_any_of_blocks(o, branching[d]) for o in ok]
+        alive.append(_all(ok))
+    alive.reverse()  # alive[d]: which prefixes of d + 1 choices the search keeps
+    nodes = rejected = 0
+    parents = 1
+    for d in range(depth):
+        visited, survivors = parents * branching[d], int(alive[d].sum())
+        nodes, rejected, parents = nodes + visited, rejected + visited - survivors, survivors
+    return nodes, rejected
+
+
+def _any_of_blocks(mask: np.ndarray, size: int) -> np.ndarray:
+    """For consecutive blocks of `size` entries, whether any entry is set (faster than reshape(...).any(1))."""
+    out = mask[0::size].copy()
+    for j in range(1, size):
+        out |= mask[j::size]
+    return out
+
+
+def _all(masks: list[np.ndarray]) -> np.ndarray:
+    """The elementwise AND of equal-length boolean arrays."""
+    out = masks[0].copy()
+    for mask in masks[1:]:
+        out &= mask
+    return out
+
+
+_ISLANDERS = ["Ava", "Boris", "Cora", "Dmitri", "Elsa", "Finn", "Greta", "Hugo", "Iris", "Jules", "Kai", "Luz",
+              "Mona", "Nils"]
+_KINDS = ["knight", "knave", "switcher"]
+# A statement's truth per row of an assignment table K (rows x islanders), given the table's kind counts C
+# ([kind, row]); and a statement: its text and that truth function.
+Truth = Callable[[np.ndarray, np.ndarray], np.ndarray]
+Statement = tuple[str, Truth]
+
+
+@cache
+def _ternary(n: int) -> np.ndarray:
+    """Every assignment of the three kinds to n islanders, one per row, lexicographic (column 0 most
+    significant)."""
+    return np.ascontiguousarray(np.indices((3,) * n, dtype=np.int8).reshape(n, -1).T)
+
+
+@cache
+def _kind_counts(n: int) -> np.ndarray:
+    """How many islanders of each kind every row of _ternary(n) has: [kind, row]. Reordering the columns of the
+    table leaves these counts alone, so they serve the search's reordered table as well."""
+    K = _ternary(n)
+    return np.stack([(K == k).sum(1, dtype=np.int8) for k in range(3)])
+
+
+def _island_statement(rng: ItemRng, s: int, n: int, names: list[str]) -> Statement:
+    """A random statement by islander s about the others, itself, or everyone."""
+    x, y, z = rng.sample([i for i in range(n) if i != s], 3)
+    X, Y, Z = names[x], names[y], names[z]
+    k, k2 = rng.sample(range(3), 2)
+    kind, kind2 = _KINDS[k], _KINDS[k2]
+    c, total, everyone = rng.randint(1, 2), rng.randint(2, (n + 1) // 2), _NUMBER_WORDS[n]
+    options: list[tuple[int, str, Truth]] = [
+        (3, f"{X} is a {kind}.", lambda K, C: K[:, x] == k),
+        (2, f"{X} is not a {kind}.", lambda K, C: K[:, x] != k),
+        (3, f"{X} and {Y} are the same kind.", lambda K, C: K[:, x] == K[:, y]),
+        (2, f"{X} and {Y} are different kinds.", lambda K, C: K[:, x] != K[:, y]),
+        (2, f"{X} and I are the same kind.", lambda K, C: K[:, x] == K[:, s]),
+        (3, f"Exactly {c} of {X}, {Y} and {Z} {'is a' if c == 1 else 'are'} {kind}{'' if c == 1 else 's'}.",
+         lambda K, C: (K[:, x] == k).astype(np.int8) + (K[:, y] == k) + (K[:, z] == k) == c),
+        (2, f"At least one of {X} and {Y} is a {kind}.", lambda K, C: (K[:, x] == k) | (K[:, y] == k)),
+        (3, f"If {X} is a {kind}, then {Y} is a {kind2}.", lambda K, C: (K[:, x] != k) | (K[:, y] == k2)),
+        (1, f"I am a {kind}.", lambda K, C: K[:, s] == k),
+        (1, f"I am not a {kind}.", lambda K, C: K[:, s] != k),
+        (2, f"Exactly {total} of us {everyone} are {kind}s.", lambda K, C: C[k] == total),
+        (2, f"Among us {everyone} there are more {kind}s than {kind2}s.",
+         lambda K, C: C[k] > C[k2]),
+    ]
+    _, text, truth = rng.weighted_choice(options, [o[0] for o in options])
+    return text, truth
+
+
+@cache
+def _kinds_of(n: int) -> list[list[np.ndarray]]:
+    """kinds[s][k]: the rows of _ternary(n) where islander s is of kind k."""
+    K = _ternary(n)
+    return [[np.ascontiguousarray(K[:, s] == k) for k in range(3)] for s in range(n)]
+
+
+def _consistent(kinds: list[np.ndarray], said: list[np.ndarray]) -> np.ndarray:
+    """Where a speaker's statements (their truth per row, in order) fit the speaker's kind (kinds[k]: rows where
+    the speaker is of kind k): a knight's are all true, a knave's all false, and a switcher's alternate."""
+    if not said:
+        return np.ones(len(kinds[0]), dtype=bool)
+    anything = said[0].copy()
+    for value in said[1:]:
+        anything |= value
+    fit = kinds[0] & _all(said) | kinds[1] & ~anything
+    if len(said) > 1:
+        return fit | kinds[2] & _all([a != b for a, b in zip(said, said[1:])])
+    return fit | kinds[2]
+
+
+def knights_knaves(rng: ItemRng, *, islanders: int = 11, max_statements: int = 3) -> Generated:
+    """Knights, knaves and switchers (whose statements alternate between true and false), each making up to
+    `max_statements` statements in order; exactly one assignment of kinds fits, and no statement is spare."""
+    n = islanders
+    names = rng.sample(_ISLANDERS, n)
+    K, C = _ternary(n), _kind_counts(n)
+    while True:  # a draw whose speakers run out of statements before one assignment is left starts again
+        truth = [rng.randrange(3) for _ in range(n)]
+        if not all(2 <= truth.count(k) for k in range(3)):
+            continue
+        row = sum(kind * 3 ** (n - 1 - i) for i, kind in enumerate(truth))  # the hidden assignment's row in K
+        first_true = [rng.random() < 0.5 for _ in range(n)]  # whether a switcher's first statement is true
+        said: list[list[Statement]] = [[] for _ in range(n)]
+        alive, Ka, Ca, tries = np.arange(len(K)), K, C, 0  # the consistent rows so far, and their table
+        while len(alive) > 1 and tries < 40 * n:
+            open_speakers = [i for i in range(n) if len(said[i]) < max_statements]
+            if not open_speakers:
+                break
+            s, tries = rng.choice(open_speakers), tries + 1
+            text, truth_of = _island_statement(rng, s, n, names)
+            # A knight's statements are true, a knave's false; a switcher's alternate from a drawn start.
+            wanted = truth[s] == 0 or (truth[s] == 2 and first_true[s] == (len(said[s]) % 2 == 0))
+            if bool(truth_of(K[row:row + 1], C[:, row:row + 1])[0]) != wanted or any(t == text for t, _ in said[s]):
+                continue
+            fit = _consistent([Ka[:, s] == k for k in range(3)],
+                              [t(Ka, Ca) for _, t in said[s]] + [truth_of(Ka, Ca)])
+            if not fit.all():  # a statement that cuts nothing would be spare at once
+                alive, Ka, Ca, tries = alive[fit], Ka[fit], Ca[:, fit], 0
+                said[s].append((text, truth_of))
+        if len(alive) == 1:
             break
-
-    def draw() -> Clue:
-        while True:
-            s, x, y, z = rng.sample(range(10), 4)
-            X, Y, Z, k = names[x], names[y], names[z], rng.randint(1, 2)
-            n = rng.randint(4, 6)
-            text, said = rng.weighted_choice([
-                (f"{X} is a knave.", lambda: ~K[:, x]),
-                (f"{X} and {Y} are the same kind.", lambda: K[:, x] == K[:, y]),
-                (f"{X} and {Y} are not both knights.", lambda: ~(K[:, x] & K[:, y])),
-                (f"Exactly {k} of {X}, {Y} and {Z} {'is a knight' if k == 1 else 'are knights'}.",
-                 lambda: K[:, [x, y, z]].sum(1) == k),
-                (f"If {X} is a knight, then {Y} is a knave.", lambda: ~K[:, x] | ~K[:, y]),
-                (f"{X} would tell you that {Y} is a knave.", lambda: K[:, x] == ~K[:, y]),
-                (f"At least {n} of the ten of us are knaves.", lambda: (~K).sum(1) >= n),
-                (f"I am a knave or {X} is a knight (or both).", lambda: ~K[:, s] | K[:, x]),
-                (f"{X} would tell you that {Y} and {Z} are the same kind.",
-                 lambda: K[:, x] == (K[:, y] == K[:, z])),
-                (f"An odd number of {X}, {Y} and {Z} are knights.", lambda: K[:, [x, y, z]].sum(1) % 2 == 1),
-            ], [1, 2, 2, 3, 3, 3, 1, 2, 2, 2])
-            consistent = said() == K[:, s]  # a knight's statements are true, a knave's false
-            if consistent[truth]:
-                return f"{names[s]}: \"{text}\"", consistent
-
-    clues = minimal_clues(rng, draw, 1024)
-    speakers = sorted(clues, key=lambda c: names.index(c[0].split(":")[0]))
-    knights = [names[i] for i in range(10) if K[truth, i]]
-    answer = ", ".join(knights)
+    kinds = _kinds_of(n)
+    truths = [[t(K, C) for _, t in said[s]] for s in range(n)]
+    fit = [_consistent(kinds[s], truths[s]) for s in range(n)]  # fit[s]: the rows where s's statements fit
+    # Drop statements while the hidden assignment stays the only consistent one. Dropping a statement from the
+    # middle changes a switcher's alternation rather than relaxing it, so sweep until no statement can go.
+    while True:
+        dropped = False
+        slots = [(s, text) for s in range(n) for text, _ in said[s]]
+        rng.shuffle(slots)
+        for s, text in slots:
+            i = next(j for j, (t, _) in enumerate(said[s]) if t == text)
+            rest = truths[s][:i] + truths[s][i + 1:]
+            trial = _consistent(kinds[s], rest)
+            if not trial[row]:
+                continue
+            survivors = _all([f for r, f in enumerate(fit) if r != s] + [trial])
+            if int(survivors.sum()) == 1:
+                del said[s][i], truths[s][i]
+                fit[s], dropped = trial, True
+        if not dropped:
+            break
+    # The measure: a search that gives islanders kinds one at a time, most-mentioned first, and rejects a
+    # partial assignment as soon as some speaker's statements can no longer all fit that speaker's kind.
+    mentions = [sum(names[i] in text for t in said for text, _ in t) + 2 * len(said[i]) for i in range(n)]
+    order = sorted(range(n), key=lambda i: (-mentions[i], i))
+    depth = [order.index(i) for i in range(n)]
+    K2 = K[:, depth]  # rows in the search's lexicographic order; column i is islander i
+    kinds2 = [kinds[d] for d in depth]  # islander i of K2 is column depth[i] of K
+    masks = [_consistent(kinds2[s], [truth_of(K2, C) for _, truth_of in said[s]]) for s in range(n) if said[s]]
+    nodes, rejected = _dfs_rejections(masks, [3] * n)
+    lines = []
+    for s in range(n):
+        if said[s]:
+            lines.append(f"{names[s]}: " + " ".join(f'({j}) "{text}"' for j, (text, _) in enumerate(said[s], 1)))
+        else:
+            lines.append(f"{names[s]} says nothing.")
+    word = _NUMBER_WORDS[n]
+    answer = [_KINDS[k] for k in truth]
     prompt = (
-        "On an island every inhabitant is either a knight, who only ever says true things, or a knave, who only "
-        "ever says false things. You meet ten inhabitants — " + ", ".join(names) + " — who all know each "
-        "other's kinds. \"X would tell you that P\" means X would assert P if asked. \"If P, then Q\" is false only "
-        "when P is true and Q is false. They make these statements:\n\n"
-        + "\n".join(text for text, _ in speakers)
-        + "\n\nExactly one assignment of kinds is consistent with all the statements. Which of the ten are "
-        "knights?\n\nEnd your response with a final line `ANSWER: <names>`, where <names> are the knights' names, "
-        "comma-separated, in any order.")
-    return Generated(prompt=prompt, key=ExactKey(answer=answer, answer_type="set"),
-                     reference=f"Working omitted.\nANSWER: {answer}")
+        "On an island every inhabitant is exactly one of three kinds: a knight, whose statements are all true; a "
+        "knave, whose statements are all false; or a switcher, whose statements alternate between true and false "
+        "in the order they are made (a switcher's first statement may be true or false, the second then has the "
+        "opposite truth value, the third the same as the first; a switcher who makes a single statement may say "
+        f"anything). You meet {word} inhabitants — " + ", ".join(names) + " — who all know each other's kinds. "
+        "Every statement is about kinds. \"If P, then Q\" is false only when P is true and Q is false. \"Us "
+        f"{word}\" means all {word} of them, the speaker included. \"I\" is the speaker. Each inhabitant's "
+        "statements are listed in the order they were made:\n\n"
+        + "\n".join(lines)
+        + "\n\nExactly one assignment of kinds is consistent with all the statements. What is each inhabitant's "
+        f"kind?\n\nEnd your response with a final line `ANSWER: <kinds>`, where <kinds> is {n} comma-separated "
+        "words, each knight, knave or switcher, giving the kinds of " + ", ".join(names) + " in that order.")
+    generated = _list_answer(prompt, answer)
+    return generated.model_copy(update={"difficulty": {
+        "rejected": rejected, "nodes": nodes, "statements": sum(map(len, said)),
+        "search_space_log10": round(n * math.log10(3), 1)}})
 
 
 # ---------------------------------------------------------------- scheduling
 
-_TASKS = ["Audit", "Backup", "Cabling", "Deploy", "Encrypt", "Firmware", "Gateway", "Hotfix", "Inventory", "Journal"]
-
-
-def _hhmm(minutes: int) -> str:
-    return f"{minutes // 60:02d}:{minutes % 60:02d}"
+_TASKS = ["Audit", "Backup", "Cabling", "Deploy", "Encrypt", "Firmware", "Gateway", "Hotfix", "Inventory", "Journal",
+          "Kiosk", "Ledger"]
 
 
 @cache
-def _precedence() -> tuple[np.ndarray, np.ndarray]:
-    """Over all 8! orders: slot[t, k] of task t in order k, and before[t, k, u] = 1 when u comes before t."""
-    slot = np.ascontiguousarray(np.argsort(_perms(8), axis=1).T)
-    before = slot[None, :, :] < slot[:, None, :]  # [t, u, k]
-    return slot, np.ascontiguousarray(before.transpose(0, 2, 1), dtype=np.float32)
+def _positions(n: int) -> np.ndarray:
+    """For every order in _lex_perms(n): the position of each job (the inverse permutation), one row per order."""
+    return np.ascontiguousarray(np.argsort(_lex_perms(n), axis=1).astype(np.int8))
 
 
-def task_schedule(rng: ItemRng) -> Generated:
-    """Eight jobs of different lengths run back to back; time windows and order clues fix the sequence."""
-    tasks = rng.sample(_TASKS, 8)
-    minutes = np.array([rng.choice([30, 45, 60, 75, 90, 105, 120, 150]) for _ in tasks], dtype=np.int16)
-    day_start = rng.choice([450, 480, 495, 540])
-    slot, before = _precedence()
-    # A job starts when everything before it is done; float32 sums of these small integers are exact.
-    start = day_start + (before @ minutes.astype(np.float32)).astype(np.int16)
-    end = start + minutes[:, None]
-    truth = rng.randrange(slot.shape[1])
+def _order_cost(order: list[int], p: list[int], w: list[int], r: list[int],
+                before: list[tuple[int, int]]) -> int | None:
+    """Total weighted finishing time of an order (each job as early as possible), None if it breaks a
+    precedence."""
+    position = {j: i for i, j in enumerate(order)}
+    if any(position[a] > position[b] for a, b in before):
+        return None
+    t = cost = 0
+    for j in order:
+        t = max(t, r[j]) + p[j]
+        cost += w[j] * t
+    return cost
 
-    def draw() -> Clue:
-        while True:
-            a, b = rng.sample(range(8), 2)
-            A, B, k = tasks[a], tasks[b], rng.randint(1, 3)
-            s0, e0 = int(start[a, truth]), int(end[a, truth])
-            at = rng.randrange(s0, e0, 15)
-            early, late = s0 - rng.choice([0, 15, 30, 45]), e0 + rng.choice([0, 15, 30, 45])
-            text, holds = rng.weighted_choice([
-                (f"{A} is finished before {B} starts.", lambda S, E, P: P[a] < P[b]),
-                (f"{B} starts the moment {A} finishes.", lambda S, E, P: P[b] == P[a] + 1),
-                (f"{A} cannot start before {_hhmm(early)}.", lambda S, E, P: S[a] >= early),
-                (f"{A} must be finished by {_hhmm(late)}.", lambda S, E, P: E[a] <= late),
-                (f"{A} is in progress at {_hhmm(at)}.", lambda S, E, P: (S[a] <= at) & (at < E[a])),
-                (f"{A} and {B} are not done one right after the other (in either order).",
-                 lambda S, E, P: abs(P[a] - P[b]) != 1),
-                (f"Exactly {k} other {'job is' if k == 1 else 'jobs are'} done between {A} and {B}.",
-                 lambda S, E, P: abs(P[a] - P[b]) == k + 1),
-                (f"{A} starts on the hour (at some time hh:00).", lambda S, E, P: S[a] % 60 == 0),
-                (f"{A} starts later than {B} but finishes before {_hhmm(late)}.",
-                 lambda S, E, P: (S[a] > S[b]) & (E[a] < late)),
-            ], [4, 1, 2, 2, 1, 3, 2, 2, 2])
-            one = slice(truth, truth + 1)
-            if holds(start[:, one], end[:, one], slot[:, one])[0]:  # test the hidden schedule first: it is cheap
-                return text, holds(start, end, slot)
 
-    clues = minimal_clues(rng, draw, slot.shape[1])
-    jobs = ", ".join(f"{t} ({m} min)" for t, m in zip(tasks, minutes))
+def _heuristic_cost(p: list[int], w: list[int], r: list[int], before: list[tuple[int, int]]) -> int:
+    """The obvious approach: dispatch (whenever the machine is free, start the released job whose predecessors
+    are done with the highest weight per hour, ties to the lower index; if none is released, wait for the first
+    release), then swap neighbouring jobs while a swap lowers the cost."""
+    n, order, done, t = len(p), [], set(), 0
+    while len(order) < n:
+        ready = [j for j in range(n) if j not in done and all(a in done for a, b in before if b == j)]
+        released = [j for j in ready if r[j] <= t] or [min(ready, key=lambda j: (r[j], j))]
+        j = max(released, key=lambda j: (w[j] / p[j], -j))
+        t = max(t, r[j]) + p[j]
+        done.add(j)
+        order.append(j)
+    cost = _order_cost(order, p, w, r, before)
+    assert cost is not None
+    while True:
+        best = None
+        for i in range(n - 1):
+            swapped = order[:i] + [order[i + 1], order[i]] + order[i + 2:]
+            c = _order_cost(swapped, p, w, r, before)
+            if c is not None and c < cost and (best is None or c < best[0]):
+                best = (c, swapped)
+        if best is None:
+            return cost
+        cost, order = best
+
+
+def task_schedule(rng: ItemRng, *, jobs: int = 8, precedences: int = 4, releases: int = 4) -> Generated:
+    """Jobs on one machine with release times and precedences: the minimum total weighted finishing time and
+    the unique order that reaches it, drawn so that the obvious approach (dispatch by weight per hour, then
+    swap neighbours while that helps) misses it."""
+    n = jobs
+    orders, where = _lex_perms(n), _positions(n)
+    while True:
+        p = [rng.randint(1, 7) for _ in range(n)]
+        w = [rng.randint(1, 5) for _ in range(n)]
+        r = [0] * n
+        for j in rng.sample(range(n), releases):
+            r[j] = rng.randint(2, 2 * n)
+        pairs: list[tuple[int, int]] = []
+        while len(pairs) < precedences:
+            a, b = rng.sample(range(n), 2)
+            if (a, b) not in pairs and (b, a) not in pairs:
+                pairs.append((a, b))
+        # Every order's schedule: each job starts when the previous one is done and it is released.
+        P, W, R = (np.array(v, dtype=np.int32) for v in (p, w, r))
+        t = np.zeros(len(orders), dtype=np.int32)
+        cost = np.zeros(len(orders), dtype=np.int32)
+        times, costs = [], []
+        for position in range(n):
+            job = orders[:, position]
+            t = np.maximum(t, R[job]) + P[job]
+            cost = cost + W[job] * t
+            times.append(t)
+            costs.append(cost)
+        feasible = np.ones(len(orders), dtype=bool)
+        for a, b in pairs:
+            feasible &= where[:, a] < where[:, b]
+        if not feasible.any():
+            continue
+        best = int(cost[feasible].min())
+        winners = np.flatnonzero(feasible & (cost == best))
+        if len(winners) != 1:
+            continue
+        greedy = _heuristic_cost(p, w, r, pairs)
+        if greedy > best:
+            break
+    optimum = [int(j) for j in orders[winners[0]]]
+    nodes = _bound_nodes(n, p, w, r, pairs, orders, where, times, costs, best)
+    names = rng.sample(_TASKS, n)
+    listing = "\n".join(
+        f"- {names[j]}: {p[j]} {'hour' if p[j] == 1 else 'hours'}, weight {w[j]}"
+        + (f", released at hour {r[j]}" if r[j] else ", available from hour 0") for j in range(n))
+    rules = "\n".join(f"- {names[a]} must be finished before {names[b]} starts." for a, b in pairs)
+    word = _NUMBER_WORDS[n]
     prompt = (
-        f"A technician must do eight jobs today, one at a time, starting the first at {_hhmm(day_start)} and "
-        "starting each next job the moment the previous one finishes (no gaps, no overlaps, no job interrupted). "
-        f"The jobs and their durations: {jobs}. A job that runs from 09:00 to 10:00 is in progress at 09:00 and "
-        "at 09:59 but not at 10:00.\n\nConstraints:\n"
-        + "\n".join(f"{i}. {text}" for i, (text, _) in enumerate(clues, 1))
-        + "\n\nExactly one order of the eight jobs satisfies every constraint. What is it?\n\n"
-        "End your response with a final line `ANSWER: <jobs>`, where <jobs> lists the eight job names from first "
-        "to last, comma-separated.")
-    return _list_answer(prompt, [tasks[t] for t in _perms(8)[truth]])
+        f"A workshop has one machine and {word} jobs to run on it, one at a time, each from start to finish without "
+        "interruption. Time is counted in whole hours from hour 0, when the machine becomes free. Each job has a "
+        "duration, a weight, and a release time before which it cannot start. Once an order of the jobs is "
+        "chosen, each job starts as soon as both the previous job has finished and its own release time has come "
+        "(the machine stands idle while it waits for a release). A job of weight w that finishes at hour C costs "
+        "w × C, and the total cost of an order is the sum of these costs over all jobs.\n\nJobs:\n"
+        + listing + "\n\nOrder constraints:\n" + rules
+        + "\n\nExactly one order that respects the order constraints has the smallest possible total cost. "
+        "What is that minimum total cost, and what is the order?\n\n"
+        "End your response with a final line `ANSWER: <cost>, <jobs>`, where <cost> is the minimum total cost as "
+        f"an integer and <jobs> lists the {n} job names in the order they run, comma-separated (so the line has "
+        f"{n + 1} comma-separated entries).")
+    generated = _list_answer(prompt, [str(best)] + [names[j] for j in optimum])
+    return generated.model_copy(update={"difficulty": {
+        "nodes": nodes, "heuristic_excess": greedy - best, "feasible_orders": int(feasible.sum()),
+        "search_space_log10": round(math.log10(math.factorial(n)), 1)}})
+
+
+def _bound_nodes(n: int, p: list[int], w: list[int], r: list[int], pairs: list[tuple[int, int]],
+                 orders: np.ndarray, where: np.ndarray, times: list[np.ndarray], costs: list[np.ndarray],
+                 best: int) -> int:
+    """Nodes a branch-and-bound must expand even when it already knows the optimum: partial orders (a first
+    job, first two jobs, ...) that respect the precedences and whose lower bound is below the optimum.
+
+    The bound adds to the partial order's cost the cost of the remaining jobs run in ratio order (duration per
+    weight, ascending) with no idle time from the later of the current time and their earliest release, which
+    relaxes releases and precedences and so never overestimates.
+    """
+    ratio = sorted(range(n), key=lambda j: (p[j] / w[j], j))
+    P, W, R = (np.array([v[j] for j in ratio], dtype=np.int32) for v in (p, w, r))
+    nodes = 0
+    for d in range(1, n):
+        block = math.factorial(n - d)
+        rows = slice(0, len(orders), block)  # one order per distinct first-d-jobs prefix
+        placed = where[rows][:, ratio] < d  # [prefix, job in ratio order]
+        feasible = np.ones(len(placed), dtype=bool)
+        for a, b in pairs:
+            feasible &= ~(placed[:, ratio.index(b)] & ~placed[:, ratio.index(a)])
+        left = ~placed
+        start = np.maximum(times[d - 1][rows], np.where(left, R, 1 << 20).min(1))
+        finish = start[:, None] + np.cumsum(left * P, axis=1)
+        bound = costs[d - 1][rows] + (left * W * finish).sum(1)
+        nodes += int((feasible & (bound < best)).sum())
+    return nodes
 
 
 # ---------------------------------------------------------------- code breaking
 
-_PEGS = ["red", "blue", "green", "yellow", "white", "black"]
-
 
 @cache
-def _codes() -> tuple[np.ndarray, np.ndarray]:
-    """All 6**5 codes (colour index per position) and each code's count of every colour."""
-    codes = np.array(list(product(range(6), repeat=5)), dtype=np.int8)
-    return codes, np.stack([(codes == c).sum(1) for c in range(6)], axis=1)
+def _digit_codes(positions: int, digits: int) -> list[np.ndarray]:
+    """Every code of `positions` digits in 0..digits-1, in lexicographic order, as one int8 array per position."""
+    grid = np.indices((digits,) * positions, dtype=np.int8).reshape(positions, -1)
+    return [np.ascontiguousarray(row) for row in grid]
 
 
-def code_breaker(rng: ItemRng) -> Generated:
-    """A five-peg, six-colour secret code deduced from scored guesses, each guess needed."""
-    codes, counts = _codes()
-    secret = rng.randrange(len(codes))
+def _score(columns: list[np.ndarray], guess: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """Hits (right digit, right position) and near misses (digit off by exactly one) of a guess against codes."""
+    size = len(columns[0])
+    hits, near = np.zeros(size, dtype=np.int8), np.zeros(size, dtype=np.int8)
+    for i, g in enumerate(guess):
+        column = columns[i]
+        hits += column == g
+        near += (column == g - 1) | (column == g + 1)
+    return hits, near
 
-    def feedback(g: int) -> tuple[np.ndarray, np.ndarray]:
-        black = (codes == codes[g]).sum(1)
-        return black, np.minimum(counts, counts[g]).sum(1) - black
 
-    def draw() -> Clue:
-        guess = rng.randrange(len(codes))
-        while guess == secret:  # a guess of the secret itself would give the answer away
-            guess = rng.randrange(len(codes))
-        black, white = feedback(guess)
-        b, w = int(black[secret]), int(white[secret])
-        words = ", ".join(_PEGS[c] for c in codes[guess])
-        return (f"{words}  ->  {b} black, {w} white",
-                (black == b) & (white == w))
+def code_breaker(rng: ItemRng, *, positions: int = 5, digits: int = 10) -> Generated:
+    """A secret code of digits deduced from guesses scored by hits and near misses (off by one in place)."""
+    columns = _digit_codes(positions, digits)
+    total = digits ** positions
+    secret = [rng.randrange(digits) for _ in range(positions)]
+    scored: dict[str, tuple[list[int], int, int]] = {}
 
-    clues = minimal_clues(rng, draw, len(codes))
+    def draw() -> LazyClue:
+        while True:
+            guess = [rng.randrange(digits) for _ in range(positions)]
+            if guess != secret:  # a guess of the secret itself would give the answer away
+                break
+        hits = sum(g == s for g, s in zip(guess, secret))
+        near = sum(abs(g - s) == 1 for g, s in zip(guess, secret))
+        text = f"{' '.join(map(str, guess))}  ->  {hits} {'hit' if hits == 1 else 'hits'}, {near} near"
+        scored[text] = (guess, hits, near)
+
+        def allows(rows: np.ndarray | None) -> np.ndarray:
+            if rows is None:  # every code: per-position scores broadcast over the lexicographic grid of codes
+                h, m = np.int8(0), np.int8(0)
+                for g in guess:
+                    values = np.arange(digits)
+                    h = np.add.outer(h, (values == g).astype(np.int8))
+                    m = np.add.outer(m, (abs(values - g) == 1).astype(np.int8))
+                return ((h == hits) & (m == near)).reshape(-1)
+            h, m = _score([column[rows] for column in columns], guess)
+            return (h == hits) & (m == near)
+        return text, allows
+
+    clues = minimal_clues(rng, draw, total)
+    nodes, rejected = _dfs_rejections([mask for _, mask in clues], [digits] * positions)
+    word = _NUMBER_WORDS[positions]
+    top = digits - 1
     prompt = (
-        "A secret code is a row of five pegs; each peg is one of six colours (red, blue, green, yellow, white, "
-        "black), and colours may repeat. Each guess below is scored against the secret: the number of black "
-        "marks is the number of positions where the guess has the right colour in the right position; the "
-        "number of white marks is (the sum over the six colours of the smaller of that colour's count in the "
-        "guess and its count in the secret) minus the number of black marks. The order of the marks says "
-        "nothing about positions.\n\nScored guesses (positions 1 to 5, left to right):\n"
+        f"A secret code is a row of {word} digits, each from 0 to {top}; digits may repeat and the code may start "
+        "with 0. Each guess below was scored against the secret, position by position: a position is a hit when "
+        "the guess has exactly the secret's digit there, and a near miss when the guess's digit there is one "
+        f"more or one less than the secret's digit there ({top} and 0 are not one apart). Every other position "
+        "scores nothing. The score gives only the number of hits and the number of near misses, never which "
+        f"positions they are.\n\nScored guesses (positions 1 to {positions}, left to right):\n"
         + "\n".join(f"{i}. {text}" for i, (text, _) in enumerate(clues, 1))
         + "\n\nExactly one code is consistent with every score. What is the secret code?\n\n"
-        "End your response with a final line `ANSWER: <colours>`, where <colours> are the five colours from "
-        "position 1 to 5, comma-separated.")
-    return _list_answer(prompt, [_PEGS[c] for c in codes[secret]])
+        f"End your response with a final line `ANSWER: <digits>`, where <digits> are the code's {positions} "
+        f"digits from position 1 to {positions}, comma-separated (for example `ANSWER: "
+        + ", ".join(str(i % digits) for i in range(positions)) + "`).")
+    generated = _list_answer(prompt, [str(d) for d in secret])
+    return generated.model_copy(update={"difficulty": {
+        "rejected": rejected, "nodes": nodes, "guesses": len(clues),
+        "search_space_log10": round(positions * math.log10(digits), 1)}})
 
 
 # ---------------------------------------------------------------- zebra grid
 
-_ATTRIBUTES = [  # category -> (values, how a clue refers to the holder of a value)
-    (["Alice", "Bruno", "Chiara", "Dario", "Elif"], "{}"),
-    (["red", "green", "white", "yellow", "blue"], "the resident of the {} house"),
-    (["cat", "dog", "parrot", "tortoise", "goldfish"], "the {} owner"),
-    (["tea", "coffee", "milk", "juice", "water"], "the {} drinker"),
-    (["baker", "pilot", "nurse", "painter", "lawyer"], "the {}"),
+# Each category: (what the answer asks for, heading, value pool, how a clue names the holder of a value).
+_ZEBRA_CATEGORIES = [
+    ("name", "Names", ["Alice", "Bruno", "Chiara", "Dario", "Elif", "Farid", "Greta", "Hiro", "Ines", "Jonas"],
+     "{}"),
+    ("house colour", "House colours", ["red", "green", "white", "yellow", "blue", "orange", "purple", "grey"],
+     "the resident of the {} house"),
+    ("pet", "Pets", ["cat", "dog", "parrot", "tortoise", "goldfish", "rabbit", "hamster", "ferret"],
+     "the {} owner"),
+    ("drink", "Drinks", ["tea", "coffee", "milk", "juice", "water", "cocoa", "lemonade", "kefir"],
+     "the {} drinker"),
+    ("job", "Jobs", ["baker", "pilot", "nurse", "painter", "lawyer", "chemist", "farmer", "tailor"], "the {}"),
+    ("instrument", "Instruments", ["violin", "cello", "piano", "drums", "flute", "harp", "guitar", "trumpet"],
+     "the person who plays the {}"),
+    ("hobby", "Hobbies", ["chess", "rowing", "knitting", "fencing", "gardening", "pottery", "archery", "juggling"],
+     "the person whose hobby is {}"),
 ]
-GridClue = tuple[int, int, np.ndarray]  # (category i, category j, mask): see _grids
+
+# Binary relations between the houses x, y (0-based) of two values, in a row of n houses.
+_ZEBRA_RELATIONS: dict[str, Callable[[int, int, int], bool]] = {
+    "same": lambda x, y, n: x == y,
+    "different": lambda x, y, n: x != y,
+    "left": lambda x, y, n: x + 1 == y,
+    "next": lambda x, y, n: abs(x - y) == 1,
+    "before": lambda x, y, n: x < y,
+    "gap": lambda x, y, n: abs(x - y) == 2,
+    "apart": lambda x, y, n: abs(x - y) > 1,
+    "mirror": lambda x, y, n: x + y == n - 1,
+    "parity": lambda x, y, n: (x - y) % 2 == 0,
+    "far": lambda x, y, n: abs(x - y) >= 3,
+}
+# Clue weights: the weak, long-range relations dominate; "same", a fixed house and "directly left" are rare.
+_ZEBRA_MIXES = {
+    "weak": {"same": 1, "different": 3, "left": 1, "next": 3, "before": 4, "gap": 1, "apart": 4, "mirror": 2,
+             "parity": 3, "far": 2, "house": 0, "end": 1, "even": 1, "not-house": 2},
+    "mixed": {"same": 2, "different": 2, "left": 2, "next": 3, "before": 4, "gap": 2, "apart": 3, "mirror": 2,
+              "parity": 2, "far": 2, "house": 1, "end": 1, "even": 1, "not-house": 1},
+}
+_ZEBRA_UNARY = ("house", "end", "even", "not-house")
+_NODE_CAP = 3000  # a search past this many nodes abandons the draw (under 1 % of draws; it bounds the time)
 
 
-def _grids(clues: list[GridClue], cap: int = 5000) -> np.ndarray | None:
-    """Every grid meeting all clues, as rows of one permutation index per category; None past `cap` partial grids.
+class _SearchCapped(Exception):
+    """A zebra search went past _NODE_CAP nodes."""
 
-    A clue with i == j is a 120-vector over that category's permutations; with i < j it is a 120x120
-    matrix over (permutation of i, permutation of j). Grids are joined one category at a time.
+
+@cache
+def _support(relation: str, n: int, negated: bool) -> tuple[list[int], list[int]]:
+    """Bitmask supports of a relation over n houses: sx[mask of y] = houses x with a partner y in the mask
+    (negated: the complement relation), and sy[mask of x] likewise for y."""
+    holds = _ZEBRA_RELATIONS[relation]
+    pairs = [(x, y) for x in range(n) for y in range(n) if holds(x, y, n) != negated]
+    sx, sy = [0] * (1 << n), [0] * (1 << n)
+    for mask in range(1 << n):
+        for x, y in pairs:
+            if mask >> y & 1:
+                sx[mask] |= 1 << x
+            if mask >> x & 1:
+                sy[mask] |= 1 << y
+    return sx, sy
+
+
+class ZebraSolver:
+    """A zebra grid as a constraint problem: one variable per (category, value) whose domain is a bitmask of houses.
+
+    Propagation is arc consistency on every two-value clue plus the all-different rule of each category (a value
+    placed in a house leaves it to no other value of the category; a house only one value can take gets it).
+    Search branches on the variable with the fewest houses left; a conflict is a branch propagation refutes.
     """
-    domain = [np.ones(120, dtype=bool) for _ in _ATTRIBUTES]
-    pair: dict[tuple[int, int], np.ndarray] = {}
-    for i, j, mask in clues:
-        if i == j:
-            domain[i] = domain[i] & mask
+
+    def __init__(self, n: int, m: int, clues: list[tuple], negate: int | None = None):
+        self.n, self.full = n, (1 << n) - 1
+        self.adjacent: list[list[tuple[int, list[int]]]] = [[] for _ in range(n * m)]
+        root = [self.full] * (n * m)
+        for index, (kind, x, y, relation) in enumerate(clues):
+            if kind == "unary":  # y is the mask of houses the clue allows
+                root[x] &= self.full & ~y if index == negate else y
+            else:
+                sx, sy = _support(relation, n, index == negate)
+                self.adjacent[y].append((x, sx))
+                self.adjacent[x].append((y, sy))
+        self.root, self.conflicts, self.nodes = root, 0, 0
+
+    def _propagate(self, dom: list[int], queue: list[int]) -> bool:
+        n, adjacent, full = self.n, self.adjacent, self.full
+        while queue:
+            dirty = set()
+            while queue:
+                y = queue.pop()
+                dy = dom[y]
+                for x, support in adjacent[y]:
+                    dx = dom[x]
+                    new = dx & support[dy]
+                    if new != dx:
+                        if not new:
+                            return False
+                        dom[x] = new
+                        queue.append(x)
+                base = y - y % n
+                dirty.add(base)
+                if not dy & (dy - 1):  # placed: no other value of the category may take this house
+                    for z in range(base, base + n):
+                        if z != y and dom[z] & dy:
+                            new = dom[z] & ~dy
+                            if not new:
+                                return False
+                            dom[z] = new
+                            queue.append(z)
+            for base in sorted(dirty):  # a house that only one value of the category can still take
+                once = twice = 0
+                for z in range(base, base + n):
+                    twice |= once & dom[z]
+                    once |= dom[z]
+                if once != full:
+                    return False
+                hidden = once & ~twice
+                if hidden:
+                    for z in range(base, base + n):
+                        only = dom[z] & hidden
+                        if only and dom[z] != only:
+                            if only & (only - 1):
+                                return False
+                            dom[z] = only
+                            queue.append(z)
+        return True
+
+    def solve(self, limit: int) -> list[list[int]]:
+        """Up to `limit` solutions (house of every variable); with limit 2 the search proves uniqueness."""
+        self.conflicts = self.nodes = 0
+        dom, found = list(self.root), []
+        if self._propagate(dom, list(range(len(dom)))):
+            self._search(dom, found, limit)
         else:
-            pair[i, j] = pair[i, j] & mask if (i, j) in pair else mask
-    for _ in range(2):  # arc consistency sweeps: drop permutations left with no partner in a linked category
-        for (i, j), mask in pair.items():
-            domain[i] &= mask[:, domain[j]].any(1)
-            domain[j] &= mask[domain[i]].any(0)
-    # Join the smallest domain first, then always the category most tied to those already joined.
-    order = [min(range(5), key=lambda c: domain[c].sum())]
-    while len(order) < 5:
-        order.append(max((c for c in range(5) if c not in order),
-                         key=lambda c: (sum((c, p) in pair or (p, c) in pair for p in order), -domain[c].sum())))
-    grids = np.flatnonzero(domain[order[0]])[:, None]
-    for depth, c in enumerate(order[1:], 1):
-        allowed = np.broadcast_to(domain[c], (len(grids), 120)).copy()
-        for col, p in enumerate(order[:depth]):
-            if (p, c) in pair:
-                allowed &= pair[p, c][grids[:, col]]
-            elif (c, p) in pair:
-                allowed &= pair[c, p][:, grids[:, col]].T
-        rows, perms = np.nonzero(allowed)
-        grids = np.column_stack([grids[rows], perms])
-        if len(grids) > cap:
-            return None
-    return grids[:, np.argsort(order)]
+            self.conflicts = 1
+        return found
+
+    def _search(self, dom: list[int], found: list[list[int]], limit: int) -> None:
+        self.nodes += 1
+        if self.nodes > _NODE_CAP:
+            raise _SearchCapped
+        best, fewest = -1, 99
+        for v, d in enumerate(dom):
+            if d & (d - 1):
+                count = d.bit_count()
+                if count < fewest:
+                    best, fewest = v, count
+                    if count == 2:
+                        break
+        if best < 0:
+            found.append([d.bit_length() - 1 for d in dom])
+            return
+        rest = dom[best]
+        while rest and len(found) < limit:
+            bit = rest & -rest
+            rest ^= bit
+            child = list(dom)
+            child[best] = bit
+            if self._propagate(child, [best]):
+                self._search(child, found, limit)
+            else:
+                self.conflicts += 1
 
 
-def _unique(clues: list[GridClue]) -> bool:
-    found = _grids(clues)
-    return found is not None and len(found) == 1
+def _zebra_holds(clue: tuple, grid: list[int], n: int) -> bool:
+    kind, x, y, relation = clue
+    if kind == "unary":
+        return bool(y >> grid[x] & 1)
+    return _ZEBRA_RELATIONS[relation](grid[x], grid[y], n)
 
 
-def zebra(rng: ItemRng) -> Generated:
-    """A five-house grid of five attributes with an irreducible set of relational clues."""
-    house = _perms(5)  # house[k, v] = house (0..4) of value v under permutation k
-    truth = [rng.randrange(120) for _ in _ATTRIBUTES]
-    refer = lambda c, v: _ATTRIBUTES[c][1].format(_ATTRIBUTES[c][0][v])  # noqa: E731
-    structured: dict[str, GridClue] = {}
+def _zebra_clue(rng: ItemRng, n: int, m: int, grid: list[int], mix: dict[str, int]) -> tuple:
+    """A random clue true of the hidden grid: ("unary", var, mask, kind) or ("binary", var, var, relation)."""
+    kinds, weights = list(mix), list(mix.values())
+    while True:
+        kind = rng.weighted_choice(kinds, weights)
+        if kind in _ZEBRA_UNARY:
+            var = rng.randrange(n * m)
+            h = grid[var]
+            if kind == "house":
+                mask = 1 << h
+            elif kind == "end":
+                if h not in (0, n - 1):
+                    continue
+                mask = 1 | 1 << (n - 1)
+            elif kind == "even":
+                mask = sum(1 << i for i in range(h % 2, n, 2))
+            else:
+                other = rng.randrange(n)
+                if other == h:
+                    continue
+                mask = ((1 << n) - 1) & ~(1 << other)
+            return "unary", var, mask, kind
+        x, y = rng.randrange(n * m), rng.randrange(n * m - 1)  # two different variables (cheaper than sample)
+        y += y >= x
+        if x // n == y // n and kind in ("same", "different"):
+            continue  # two values of one category never share a house
+        if kind in ("same", "different") and y // n < x // n:
+            x, y = y, x  # a name, if any, comes first ("Alice is the pilot.")
+        if _ZEBRA_RELATIONS[kind](grid[x], grid[y], n):
+            return "binary", x, y, kind
 
-    def draw() -> tuple[str, GridClue]:
-        while True:
-            first, second = rng.randrange(25), rng.randrange(24)
-            (i, u), (j, v) = sorted(divmod(n, 5) for n in (first, second + (second >= first)))
-            A, B, h = refer(i, u), refer(j, v), rng.randrange(5)
-            single, text, holds = rng.weighted_choice([
-                (False, f"{A} is {B}." if i == 0 else f"{A} and {B} are the same person.", lambda x, y: x == y),
-                (False, f"{A} is not {B}." if i == 0 else f"{A} and {B} are different people.",
-                 lambda x, y: x != y),
-                (False, f"{A} lives directly to the left of {B}.", lambda x, y: x + 1 == y),
-                (False, f"{B} lives directly to the left of {A}.", lambda x, y: y + 1 == x),
-                (False, f"{A} and {B} live next to each other.", lambda x, y: abs(x - y) == 1),
-                (False, f"{A} lives somewhere to the left of {B}.", lambda x, y: x < y),
-                (False, f"There is exactly one house between {A} and {B}.", lambda x, y: abs(x - y) == 2),
-                (False, f"{A} and {B} live in different houses that are not next to each other.",
-                 lambda x, y: abs(x - y) > 1),
-                (True, f"{A} lives in house {h + 1}.", lambda x, y: x == h),
-                (True, f"{A} lives in one of the two end houses.", lambda x, y: (x == 0) | (x == 4)),
-            ], [3, 2, 2, 2, 3, 3, 2, 2, 1, 1])
-            if i == j and not single and len({bool(holds(x, y)) for x in range(5) for y in range(5) if x != y}) < 2:
-                continue  # within one category two values never share a house, so this clue would be vacuous
-            if holds(house[truth[i], u], house[truth[j], v]):
-                x, y = house[:, u], house[:, v]
-                clue = (i, i, holds(x, x)) if single else (i, j, holds(x, y) if i == j else
-                                                           holds(x[:, None], y[None, :]))
-                text = text[0].upper() + text[1:]
-                structured[text] = clue
-                return text, clue
 
-    # Draw clues until few enough grids survive to list them; then finish and prune over that list,
-    # and finally prune the first clues with the full solver (a clue needed once stays needed).
-    base: list[tuple[str, GridClue]] = []
-    while len(base) < 15 or (found := _grids([c for _, c in base], cap=800)) is None:
-        base.append(draw())
+def _zebra_puzzle(rng: ItemRng, n: int, m: int, mix: dict[str, int]) -> tuple[list[int], list[tuple], ZebraSolver]:
+    """A hidden grid and an irreducible clue set with exactly one solution, and the solver that proved it.
 
-    def on_found() -> Clue:
-        text, (i, j, mask) = draw()
-        return text, mask[found[:, i]] if i == j else mask[found[:, i], found[:, j]]
+    Clues are added against counterexamples (each new clue refutes a second solution found so far), then every
+    clue is tested for need by searching for a grid that breaks it alone; such a grid is kept as a witness that
+    also proves other clues needed, and a clue with no such grid is dropped.
+    """
+    perms = [rng.sample(range(n), n) for _ in range(m)]
+    grid = [perms[v // n][v % n] for v in range(n * m)]  # grid[var] = house of value var % n of category var // n
+    clues = [_zebra_clue(rng, n, m, grid, mix) for _ in range(2 * n)]
+    witnesses = []
+    while True:
+        other = next((s for s in ZebraSolver(n, m, clues).solve(2) if s != grid), None)
+        if other is None:
+            break
+        witnesses.append(other)
+        while _zebra_holds(clue := _zebra_clue(rng, n, m, grid, mix), other, n):
+            pass
+        clues.append(clue)
+    keep, needed = list(range(len(clues))), set()
 
-    kept_extra = minimal_clues(rng, on_found, len(found))
-    extra = [structured[text] for text, _ in kept_extra]
-    order = list(range(len(base)))
+    def witness(solution: list[int]) -> None:
+        broken = [j for j in keep if not _zebra_holds(clues[j], solution, n)]
+        if len(broken) == 1:
+            needed.add(broken[0])
+
+    for solution in witnesses:
+        witness(solution)
+    order = list(keep)
     rng.shuffle(order)
-    keep = sorted(order)
-    for n in order:
-        if _unique([base[m][1] for m in keep if m != n] + extra):
-            keep.remove(n)
-    texts = [base[m][0] for m in keep] + [text for text, _ in kept_extra]
+    for i in order:
+        if i in needed:
+            continue
+        rest = [j for j in keep if j != i] + [i]
+        found = ZebraSolver(n, m, [clues[j] for j in rest], negate=len(rest) - 1).solve(1)
+        if found:
+            needed.add(i)
+            witness(found[0])
+        else:
+            keep.remove(i)
+    final = [clues[j] for j in keep]
+    solver = ZebraSolver(n, m, final)
+    assert solver.solve(2) == [grid]  # exactly one grid: the hidden one
+    return grid, final, solver
+
+
+def zebra(rng: ItemRng, *, houses: int = 6, attributes: int = 6, clues: str = "weak") -> Generated:
+    """A row of houses, one resident each with a value in every category, fixed by an irreducible set of mostly
+    weak clues; the answer is two whole categories, house by house."""
+    n, m, mix = houses, attributes, _ZEBRA_MIXES[clues]
+    categories = [_ZEBRA_CATEGORIES[0]] + rng.sample(_ZEBRA_CATEGORIES[1:], m - 1)
+    values = [rng.sample(pool, n) for _, _, pool, _ in categories]
+    for attempt in range(50):
+        try:
+            grid, final, solver = _zebra_puzzle(rng, n, m, mix)
+            break
+        except _SearchCapped:
+            continue
+    else:  # pragma: no cover (a cap hit fifty times in a row)
+        raise RuntimeError("zebra: every draw overran the search cap")
+    refer = lambda var: categories[var // n][3].format(values[var // n][var % n])  # noqa: E731
+    texts = [_zebra_text(clue, refer, n) for clue in final]
     rng.shuffle(texts)
-    names = _ATTRIBUTES[0][0]
+    asked = sorted(rng.sample(range(m), 2))
+    by_house = [[values[c][v] for v in sorted(range(n), key=lambda v: grid[c * n + v])] for c in asked]
+    listing = "\n".join(f"- {heading}: {', '.join(sorted(vals))}"
+                        for (_, heading, _, _), vals in zip(categories, values))
+    first, second = (categories[c][0] for c in asked)
+    word = _NUMBER_WORDS[n]
     prompt = (
-        "Five houses stand in a row, numbered 1 to 5 from left to right. Each house has one resident, and the "
-        "five residents — " + ", ".join(names) + " — differ in every respect: each house has a different colour "
-        "(" + ", ".join(_ATTRIBUTES[1][0]) + "), each resident owns a different pet ("
-        + ", ".join(_ATTRIBUTES[2][0]) + "), prefers a different drink (" + ", ".join(_ATTRIBUTES[3][0])
-        + ") and has a different job (" + ", ".join(_ATTRIBUTES[4][0]) + "). \"Left\" means a lower house "
-        "number; \"next to\" means adjacent house numbers.\n\nClues:\n"
-        + "\n".join(f"{n}. {text}" for n, text in enumerate(texts, 1))
-        + "\n\nExactly one arrangement satisfies every clue. Who lives in each house?\n\n"
-        "End your response with a final line `ANSWER: <names>`, where <names> lists the residents of houses 1 "
-        "to 5 in that order, comma-separated.")
-    return _list_answer(prompt, [names[v] for v in np.argsort(house[truth[0]])])
+        f"{word.capitalize()} houses stand in a row, numbered 1 to {n} from left to right, with one resident in "
+        f"each. There are {m} categories of {n} values each, and every value belongs to exactly one resident, so "
+        f"no two residents share a value in any category:\n{listing}\n\n"
+        "Meaning of the clues: \"left\" means a lower house number. \"Directly to the left of\" means exactly one "
+        "lower. \"Next to each other\" means house numbers that differ by exactly 1. \"Exactly one house "
+        "between\" means house numbers that differ by exactly 2; \"at least two houses between\" means house "
+        "numbers that differ by 3 or more. \"Both odd or both even\" is about the two house numbers. Two "
+        "descriptions in one clue may belong to the same resident unless the clue rules that out (for example, "
+        "\"X lives next to Y\" rules it out; \"X and Y live in houses whose numbers are both odd or both even\" "
+        "does not). House colour is the colour of the house the resident lives in.\n\nClues:\n"
+        + "\n".join(f"{i}. {text}" for i, text in enumerate(texts, 1))
+        + f"\n\nExactly one arrangement satisfies every clue. For every house, what are its resident's {first} "
+        f"and {second}?\n\nEnd your response with a final line `ANSWER: <list>`, where <list> is {2 * n} "
+        f"comma-separated entries: the {first} for house 1, house 2, ..., house {n}, followed by the {second} for "
+        f"house 1, house 2, ..., house {n}.")
+    answer = by_house[0] + by_house[1]
+    generated = _list_answer(prompt, answer)
+    return generated.model_copy(update={"difficulty": {
+        "conflicts": solver.conflicts, "nodes": solver.nodes, "clues": len(final),
+        "search_space_log10": round(m * math.log10(math.factorial(n)), 1)}})
+
+
+_NUMBER_WORDS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
+                 "twelve"]
+
+
+def _zebra_text(clue: tuple, refer: Callable[[int], str], n: int) -> str:
+    kind, x, y, relation = clue
+    A = refer(x)
+    if kind == "unary":
+        h = y.bit_length()  # house number of the highest allowed house (1-based)
+        text = {
+            "house": f"{A} lives in house {h}.",
+            "end": f"{A} lives in one of the two end houses (house 1 or house {n}).",
+            "even": f"{A} lives in an {'even' if y & 2 else 'odd'}-numbered house.",
+            "not-house": f"{A} does not live in house {((1 << n) - 1 & ~y).bit_length()}.",
+        }[relation]
+    else:
+        B, named = refer(y), x < n  # a name is the first category
+        text = {
+            "same": f"{A} is {B}." if named else f"{A} and {B} are the same person.",
+            "different": f"{A} is not {B}." if named else f"{A} and {B} are different people.",
+            "left": f"{A} lives directly to the left of {B}.",
+            "next": f"{A} and {B} live next to each other.",
+            "before": f"{A} lives somewhere to the left of {B}.",
+            "gap": f"There is exactly one house between where {A} lives and where {B} lives.",
+            "apart": f"{A} and {B} live in different houses that are not next to each other.",
+            "mirror": f"The house numbers of {A} and {B} add up to {n + 1}.",
+            "parity": f"{A} and {B} live in houses whose numbers are both odd or both even.",
+            "far": f"There are at least two houses between where {A} lives and where {B} lives.",
+        }[relation]
+    return text[0].upper() + text[1:]
