@@ -1555,3 +1555,784 @@ def _billing_prompt(facts: dict[str, object], ticket: int) -> str:
             "visible tests' checks on other values, together with the original visible tests (edits to test "
             "files are ignored). When you are done, call submit with the functions or constants you changed, as "
             "module.name (module.Class.method for a method), comma-separated.")
+
+
+# ---------------------------------------------------------------- task 2: room booking library and its issue reports
+
+_ORGS = ["the Halden Institute", "Quarry Lane Studios", "Brightwater Clinic", "the Oxbow Co-op", "Fennick & Rowe",
+         "Larchmont Library", "the Tessera Foundation", "Corvid Analytics", "Saltmarsh School", "Wrenfield Council",
+         "Meridian Dental", "Ironbridge Works", "Pallas Robotics", "Cobalt Theatre"]
+_BOOKING_PROJECTS = ["roomkeeper", "bookit", "slotwise", "deskmate", "meetspace", "agendary", "hallpass"]
+_ROOMS = ["Aster", "Birch", "Cedar", "Dahlia", "Elm", "Fir", "Gorse", "Hazel", "Iris", "Juniper", "Laurel", "Maple"]
+_TITLES = ["Standup", "Retro", "Budget review", "Design crit", "Hiring panel", "Board prep", "Team lunch",
+           "Onboarding", "Sprint planning", "Vendor call", "Town hall", "Training", "Offsite prep", "Check-in"]
+_REPORTERS = ["Ines", "Tomasz", "Priya", "Gareth", "Yuki", "Olu", "Marta", "Dev", "Sanne", "Rafael", "Amara", "Lev"]
+
+_CLOCK = '''\
+"""Clock times as minutes after midnight, written in 12-hour form like '9:05 am'."""
+
+
+def parse_time(text):
+    """'9:05 am' -> 545. '12:00 am' is midnight (0); '12:00 pm' is noon (720), so '12:30 pm' -> 750."""
+    clock, _, suffix = text.strip().lower().partition(" ")
+    hours_text, _, minutes_text = clock.partition(":")
+    hours, minutes = int(hours_text), int(minutes_text)
+    if suffix not in ("am", "pm") or not 1 <= hours <= 12 or not 0 <= minutes < 60:
+        raise ValueError(f"not a clock time: {text!r}")
+    hours = hours % 12 + (12 if suffix == "pm" else 0)
+    return hours * 60 + minutes
+
+
+def format_time(minutes):
+    """545 -> '9:05 am'; 0 -> '12:00 am'; 750 -> '12:30 pm' (the hour is not zero-padded)."""
+    hours, minutes = divmod(minutes, 60)
+    suffix = "am" if hours < 12 else "pm"
+    return f"{hours % 12 or 12}:{minutes:02d} {suffix}"
+
+
+def minutes_between(earlier, later):
+    """How many minutes `later` comes after `earlier`; negative when it comes before."""
+    return later - earlier
+'''
+
+_INTERVALS = '''\
+"""Spans of time as (start, end) minutes. A span is half-open: it includes its start and excludes its end."""
+
+
+def overlaps(a, b):
+    """True when spans a and b share at least one minute; spans that only touch (one ends as the other starts)
+    do not overlap."""
+    return a[0] < b[1] and b[0] < a[1]
+
+
+def merge(spans):
+    """Busy blocks in time order: spans that overlap or touch join into one block."""
+    blocks = []
+    for start, end in sorted(spans):
+        if blocks and start <= blocks[-1][1]:
+            blocks[-1] = (blocks[-1][0], max(blocks[-1][1], end))
+        else:
+            blocks.append((start, end))
+    return blocks
+'''
+
+_ROOMS_MODULE = '''\
+"""Meeting rooms and their bookings; times are minutes after midnight."""
+
+from collections import namedtuple
+
+from intervals import overlaps
+
+Booking = namedtuple("Booking", "title start end attendees room")
+
+
+class Room:
+    """A bookable room."""
+
+    def __init__(self, name, capacity, bookings=None):
+        """Each room keeps its own list of bookings; a list passed in is copied, never shared."""
+        self.name = name
+        self.capacity = capacity
+        self.bookings = [] if bookings is None else list(bookings)
+
+    def book(self, title, start, end, attendees):
+        """Book the span (start, end) for `attendees` people and return the Booking.
+
+        ValueError when the span is empty, when more than `capacity` people would attend (exactly
+        `capacity` is fine), or when the span overlaps one of the room's bookings.
+        """
+        if not start < end:
+            raise ValueError("a booking must end after it starts")
+        if attendees > self.capacity:
+            raise ValueError(f"{self.name} holds at most {self.capacity} people")
+        for other in self.bookings:
+            if overlaps((start, end), (other.start, other.end)):
+                raise ValueError(f"{title!r} conflicts with {other.title!r}")
+        booking = Booking(title, start, end, attendees, self.name)
+        self.bookings.append(booking)
+        return booking
+'''
+
+_AGENDA = '''\
+"""The day agenda and free slots."""
+
+from clock import format_time, minutes_between
+from intervals import merge
+
+
+def day_agenda(rooms):
+    """One line per booking of the given rooms, like '9:05 am-10:00 am Aster: Standup'; earliest start first,
+    equal starts in room-name order (A to Z)."""
+    entries = [booking for room in rooms for booking in room.bookings]
+    entries.sort(key=lambda b: (b.start, b.room))
+    return [f"{format_time(b.start)}-{format_time(b.end)} {b.room}: {b.title}" for b in entries]
+
+
+def free_slots(room, opening, closing, min_minutes):
+    """The (start, end) gaps of at least `min_minutes` between `opening` and `closing` that none of the room's
+    bookings covers, in time order."""
+    slots, cursor = [], opening
+    for start, end in merge((b.start, b.end) for b in room.bookings):
+        start = min(start, closing)
+        if minutes_between(cursor, start) >= min_minutes:
+            slots.append((cursor, start))
+        cursor = max(cursor, end)
+    if minutes_between(cursor, closing) >= min_minutes:
+        slots.append((cursor, closing))
+    return slots
+'''
+
+_POLICY = '''\
+"""Cancellation fees. Here times are minutes since the calendar's start (day x 1440 + minute of the day)."""
+
+from clock import minutes_between
+
+FREE_NOTICE_HOURS = <<FREE_HOURS>>
+LATE_NOTICE_HOURS = <<LATE_HOURS>>
+LATE_PERCENT = <<LATE_PERCENT>>
+
+
+def late_fee(price_cents):
+    """LATE_PERCENT % of the price, rounded down to a whole cent (in the customer's favour)."""
+    return price_cents * LATE_PERCENT // 100
+
+
+def cancellation_fee(price_cents, starts_at, cancelled_at):
+    """The fee for cancelling a booking that starts at `starts_at`, cancelled at `cancelled_at`.
+
+    The notice is how long before the start the cancellation came. With at least FREE_NOTICE_HOURS of notice
+    cancelling is free; with at least LATE_NOTICE_HOURS it costs late_fee(price); with less notice, or after
+    the booking has started, the full price is due.
+    """
+    notice = minutes_between(cancelled_at, starts_at)
+    if notice >= FREE_NOTICE_HOURS * 60:
+        return 0
+    if notice >= LATE_NOTICE_HOURS * 60:
+        return late_fee(price_cents)
+    return price_cents
+'''
+
+
+_AVAILABILITY = '''\
+"""Finding a free room for a meeting given as clock text, like '9:05 am'."""
+
+from clock import parse_time
+from intervals import overlaps
+
+
+def is_free(room, start, end):
+    """True when none of the room's bookings overlaps the span (start, end) of minutes."""
+    return not any(overlaps((start, end), (b.start, b.end)) for b in room.bookings)
+
+
+def find_rooms(rooms, start_text, end_text, people):
+    """The names of the rooms that seat `people` and are free from `start_text` to `end_text`, smallest
+    capacity first and equal capacities in name order (A to Z).
+
+    ValueError when the meeting does not end after it starts.
+    """
+    start, end = parse_time(start_text), parse_time(end_text)
+    if not start < end:
+        raise ValueError("the meeting must end after it starts")
+    fitting = [room for room in rooms if room.capacity >= people and is_free(room, start, end)]
+    return [room.name for room in sorted(fitting, key=lambda room: (room.capacity, room.name))]
+'''
+
+_SERIES = '''\
+"""Weekly series of meetings; days are numbered from the calendar's start (day 0)."""
+
+from clock import parse_time
+
+
+def occurrences(first_day, start_text, end_text, weeks, skip_days=()):
+    """(day, start, end) for each meeting of a weekly series, in order: `weeks` weeks from `first_day`, one
+    meeting every 7 days, with the days in `skip_days` (holidays) left out; start and end are minutes after
+    midnight.
+
+    ValueError when a meeting does not end after it starts.
+    """
+    start, end = parse_time(start_text), parse_time(end_text)
+    if not start < end:
+        raise ValueError("a meeting must end after it starts")
+    days = [first_day + 7 * week for week in range(weeks)]
+    return [(day, start, end) for day in days if day not in skip_days]
+'''
+
+_HIRE = '''\
+"""Room hire charges; times are minutes after midnight."""
+
+from clock import minutes_between
+
+MINIMUM_MINUTES = 60
+
+
+def billed_minutes(start, end):
+    """The minutes charged for a hire from `start` to `end`: its length rounded up to a whole half hour,
+    and never less than MINIMUM_MINUTES. ValueError when the hire does not end after it starts."""
+    length = minutes_between(start, end)
+    if length <= 0:
+        raise ValueError("a hire must end after it starts")
+    halves = -(-length // 30)
+    return max(MINIMUM_MINUTES, halves * 30)
+
+
+def hire_cost(start, end, hourly_cents):
+    """The charge in cents: the billed minutes at `hourly_cents` an hour, rounded down to a whole cent."""
+    return billed_minutes(start, end) * hourly_cents // 60
+'''
+
+_USAGE = '''\
+"""Room usage over a day; times are minutes after midnight."""
+
+from clock import minutes_between
+from intervals import merge
+
+
+def booked_minutes(room, opening, closing):
+    """The minutes between `opening` and `closing` that the room's bookings cover; time outside the opening
+    hours does not count, and overlapping bookings count once."""
+    total = 0
+    for start, end in merge((b.start, b.end) for b in room.bookings):
+        start, end = max(start, opening), min(end, closing)
+        if start < end:
+            total += minutes_between(start, end)
+    return total
+
+
+def usage_report(rooms, opening, closing):
+    """(name, booked minutes, booked share of the opening hours in whole percent rounded down) for each room,
+    busiest first and equal figures in name order (A to Z)."""
+    hours = minutes_between(opening, closing)
+    rows = [(room.name, booked_minutes(room, opening, closing)) for room in rooms]
+    rows = [(name, booked, booked * 100 // hours) for name, booked in rows]
+    return sorted(rows, key=lambda row: (-row[1], row[0]))
+'''
+
+_BOOKING_MODULES = ["clock.py", "intervals.py", "rooms.py", "agenda.py", "availability.py", "series.py", "hire.py",
+                    "usage.py", "policy.py"]
+
+
+
+
+def _clock(minutes: int) -> str:
+    hours, rest = divmod(minutes, 60)
+    return f"{hours % 12 or 12}:{rest:02d} {'am' if hours < 12 else 'pm'}"
+
+
+def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    blocks: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if blocks and start <= blocks[-1][1]:
+            blocks[-1] = (blocks[-1][0], max(blocks[-1][1], end))
+        else:
+            blocks.append((start, end))
+    return blocks
+
+
+def _free(spans: list[tuple[int, int]], opening: int, closing: int, least: int) -> list[tuple[int, int]]:
+    slots, cursor = [], opening
+    for start, end in _merged(spans):
+        start = min(start, closing)
+        if start - cursor >= least:
+            slots.append((cursor, start))
+        cursor = max(cursor, end)
+    if closing - cursor >= least:
+        slots.append((cursor, closing))
+    return slots
+
+
+def _book_line(title: str, start: int, end: int, room: str, people: int = 3) -> str:
+    """A Booking(...) expression for a test."""
+    return f'Booking("{title}", {start}, {end}, {people}, "{room}")'
+
+
+def _agenda_line(title: str, start: int, end: int, room: str) -> str:
+    """One line of day_agenda's output."""
+    return f"{_clock(start)}-{_clock(end)} {room}: {title}"
+
+
+
+
+_BOOKING_BUGS = {
+    "noon": Bug("noon", "clock.py", "clock.parse_time reads 12:xx pm as just after noon",
+                (("    hours = hours % 12 + (12 if suffix == \"pm\" else 0)\n",
+                  "    if suffix == \"pm\":\n        hours += 12\n    elif hours == 12:\n        hours = 0\n"),)),
+    "touching": Bug("touching", "intervals.py", "intervals.overlaps treats touching spans as not overlapping",
+                    (("return a[0] < b[1] and b[0] < a[1]", "return a[0] <= b[1] and b[0] <= a[1]"),)),
+    "direction": Bug("direction", "clock.py", "clock.minutes_between counts from `earlier` to `later`",
+                     (("    return later - earlier\n", "    return earlier - later\n"),)),
+    "notice": Bug("notice", "policy.py", "policy.cancellation_fee measures the notice before the start",
+                  (("notice = minutes_between(cancelled_at, starts_at)",
+                    "notice = minutes_between(starts_at, cancelled_at)"),)),
+    "capacity": Bug("capacity", "rooms.py", "Room.book accepts exactly `capacity` attendees",
+                    (("if attendees > self.capacity:", "if attendees >= self.capacity:"),)),
+    "shared": Bug("shared", "rooms.py", "each Room keeps its own bookings list",
+                  (("def __init__(self, name, capacity, bookings=None):",
+                    "def __init__(self, name, capacity, bookings=[]):"),
+                   ("self.bookings = [] if bookings is None else list(bookings)", "self.bookings = bookings"))),
+    "order": Bug("order", "agenda.py", "agenda.day_agenda orders bookings by start time, then room name",
+                 (("entries.sort(key=lambda b: (b.start, b.room))",
+                   "entries.sort(key=lambda b: (format_time(b.start), b.room))"),)),
+    "hire_round": Bug("hire_round", "hire.py", "hire.billed_minutes rounds up to a whole half hour",
+                      (("    halves = -(-length // 30)\n", "    halves = length // 30\n"),)),
+    "usage_clip": Bug("usage_clip", "usage.py", "usage.booked_minutes counts only the opening hours",
+                      (("start, end = max(start, opening), min(end, closing)", "end = min(end, closing)"),)),
+}
+_BOOKING_ROOTS = {"touching": ("rooms", "availability"), "noon": ("availability", "series")}  # -> symptom sites
+_BOOKING_THIRD = ["capacity", "shared", "order", "hire_round", "usage_clip"]
+_BOOKING_DECLINES = ["fee_rounding", "merge_touching", "hire_minimum"]
+_HEADER_ROOMS = "from rooms import Booking, Room\n"
+_ROOM_STUB = "class StubRoom:\n    def __init__(self, *bookings):\n        self.bookings = list(bookings)\n"
+_BOOKING_HEADERS = {
+    "clock": "from clock import format_time, parse_time\n", "intervals": "from intervals import merge, overlaps\n",
+    "rooms": _HEADER_ROOMS, "agenda": "from agenda import day_agenda, free_slots\n" + _HEADER_ROOMS + "\n\n" + _ROOM_STUB,
+    "availability": "from availability import find_rooms\n" + _HEADER_ROOMS, "series": "from series import occurrences\n",
+    "hire": "from hire import billed_minutes, hire_cost\n",
+    "usage": "from usage import booked_minutes, usage_report\n" + _HEADER_ROOMS, "policy": "from policy import cancellation_fee, late_fee\n"}
+_BOOKING_HIDDEN_HEADER = ("from agenda import day_agenda, free_slots\nfrom availability import find_rooms, is_free\n"
+                          "from clock import format_time, minutes_between, parse_time\n"
+                          "from hire import billed_minutes, hire_cost\nfrom intervals import merge, overlaps\n"
+                          "from policy import cancellation_fee, late_fee\nfrom series import occurrences\n"
+                          "from usage import booked_minutes, usage_report\n" + _HEADER_ROOMS)
+
+
+@dataclass
+class _Booking:
+    """A drawn booking library's facts: its rooms, capacity, cancellation policy, meeting titles and reporters."""
+
+    rng: ItemRng
+    project_name: str
+    org: str
+    rooms: list[str]
+    capacity: int
+    free_hours: int
+    late_hours: int
+    late_percent: int
+    titles: list[str]
+    reporters: list[str]
+    issue_ids: list[int]
+
+    def price(self) -> int:
+        return _scan(self.rng, 1200, 30000, lambda p: p * self.late_percent % 100 >= 50)
+
+    def billed(self, start: int, end: int) -> int:
+        return max(60, -(-(end - start) // 30) * 30)
+
+
+def _booking_project(rng: ItemRng) -> tuple[Project, dict[str, object]]:
+    """A room-booking library with four planted bugs behind five of seven reports: a shared helper's bug reported
+    twice from two callers, a pair where fixing the helper (reported twice) exposes the bug it masked, and one more;
+    and two reports asking for documented behaviour to change."""
+    booking = _Booking(rng, rng.choice(_BOOKING_PROJECTS), rng.choice(_ORGS), sorted(rng.sample(_ROOMS, 7)),
+                       rng.randint(4, 16), rng.choice([24, 36, 48, 72]), rng.choice([2, 3, 4, 6, 12]),
+                       rng.choice([25, 30, 40, 60, 75]), rng.sample(_TITLES, 10), rng.sample(_REPORTERS, 7),
+                       rng.sample(range(101, 990), 7))
+    root = rng.choice(sorted(_BOOKING_ROOTS))
+    site = rng.choice(_BOOKING_ROOTS[root])  # where a visible test shows the shared bug
+    third = rng.choice(_BOOKING_THIRD)
+    declines = sorted(rng.sample(_BOOKING_DECLINES, 2))
+    planted_keys = [root, "direction", "notice", third]
+    planted = sorted((_BOOKING_BUGS[k] for k in planted_keys), key=lambda b: (_BOOKING_MODULES.index(b.path), b.key))
+    values = {"FREE_HOURS": booking.free_hours, "LATE_HOURS": booking.late_hours,
+              "LATE_PERCENT": booking.late_percent}
+    templates = [_CLOCK, _INTERVALS, _ROOMS_MODULE, _AGENDA, _AVAILABILITY, _SERIES, _HIRE, _USAGE, _POLICY]
+    modules = {path: _module_text(text, values) for path, text in zip(_BOOKING_MODULES, templates)}
+    issues, numbers = _issue_reports(booking, root, third, declines)
+    hidden = _Tests(HIDDEN_PATH, _BOOKING_HIDDEN_HEADER + _HIDDEN_HELPERS + "\n\n" + _ROOM_STUB)
+    groups: dict[str, list[str]] = {key: [] for key in _BOOKING_BUGS}
+    groups["regression"] = []
+    twins = _Twins(hidden, groups["regression"])
+    files = {name: _Tests(f"tests/test_{name}.py", header) for name, header in _BOOKING_HEADERS.items()}
+    _booking_visible(booking, files, twins, root, site)
+    _booking_bug_tests(booking, hidden, groups)
+    _booking_regressions(booking, hidden, groups["regression"])
+    for key in _BOOKING_BUGS:
+        if key not in planted_keys:
+            groups["regression"] += groups[key]
+    tests = [files[name] for name in sorted(files)]
+    project = Project(modules=modules, bugs=planted, documents={"ISSUES.md": issues},
+                      visible={t.path: t.source() for t in tests}, visible_ids=[i for t in tests for i in t.ids()],
+                      hidden=hidden.source(), hidden_groups=groups)
+    fixed = sorted(numbers[k] for k in numbers if k not in declines)
+    return project, {"org": booking.org, "project": booking.project_name, "fixed": fixed,
+                     "declined": sorted(numbers[k] for k in declines), "issue_ids": sorted(booking.issue_ids),
+                     "root": root, "site": site, "third": third, "numbers": numbers}
+
+
+def _issue_reports(booking: _Booking, root: str, third: str, declines: list[str]) -> tuple[str, dict[str, int]]:
+    """ISSUES.md, with values the buggy code really produces, and each report's issue number (by report key)."""
+    rng, rooms, titles, capacity = booking.rng, booking.rooms, booking.titles, booking.capacity
+    a = rng.randint(8, 9) * 60 + rng.choice([0, 15, 30])
+    b, c = a + 60, a + 120
+    minute = rng.randint(5, 40)
+    reports: dict[str, tuple[str, str]] = {}
+    if root == "touching":
+        reports["touching_rooms"] = (
+            "Back-to-back meetings refused",
+            f'{rooms[0]} had "{titles[0]}" from {_clock(a)} to {_clock(b)}. Booking "{titles[1]}" from {_clock(b)} to '
+            f"{_clock(c)} in the same room failed with \"'{titles[1]}' conflicts with '{titles[0]}'\". I think "
+            "Room.book should simply skip the overlap check when one meeting ends exactly as the other starts.")
+        reports["touching_availability"] = (
+            "find_rooms leaves out a room that is free",
+            f'{rooms[1]} seats {capacity + 4} and its only booking ends at {_clock(b)}. find_rooms(rooms, '
+            f'"{_clock(b)}", "{_clock(c)}", 2) does not list {rooms[1]}.')
+    else:
+        reports["noon_availability"] = (
+            "Lunchtime room search fails",
+            f'find_rooms(rooms, "12:{minute:02d} pm", "1:30 pm", 4) fails with "the meeting must end after it '
+            'starts". Morning searches work.')
+        reports["noon_series"] = (
+            "Weekly lunch series cannot be created",
+            f'occurrences(3, "12:{minute + 5:02d} pm", "1:{minute:02d} pm", 6) fails with "a meeting must end after '
+            'it starts", but the lunch clearly ends after it starts. A 1:00 pm series works.')
+    reports["direction"] = (
+        "free_slots finds no gaps",
+        f'{rooms[2]} has one meeting, {_clock(a)} to {_clock(b)}. free_slots(room, {8 * 60 - 60}, {18 * 60}, 30) '
+        "returns [] although the rest of the day is empty.")
+    hired = rng.randint(9, 15) * 60 + rng.choice([0, 30])
+    reports["direction_hire"] = (
+        "Hire quotes fail", f"hire_cost({hired}, {hired + 90}, {rng.randint(20, 60) * 100}) fails with \"a hire must "
+        "end after it starts\". The hire runs for an hour and a half.")
+    reports["capacity"] = ("Full room refused",
+                           f"{rooms[3]} seats {capacity}. Booking it for exactly {capacity} people "
+                           f'fails with "{rooms[3]} holds at most {capacity} people", which is exactly what it holds.')
+    reports["shared"] = ("Bookings show up in the wrong room", f"Our setup script creates every room with "
+                         f'Room(name, capacity). After booking "{titles[2]}" in {rooms[4]}, the new room {rooms[5]} '
+                         "already listed that booking.")
+    late, early = rng.randint(10, 11) * 60 + rng.choice([0, 15, 30, 45]), 9 * 60 + rng.choice([0, 15, 30, 45])
+    reports["order"] = ("Agenda out of order",
+                        f'The day agenda listed "{_agenda_line(titles[3], late, late + 30, rooms[0])}" above '
+                        f'"{_agenda_line(titles[4], early, early + 45, rooms[4])}". The earlier meeting should come '
+                        "first.")
+    reports["usage_clip"] = ("Usage report counts time before opening",
+                             f"{rooms[6]} is booked from {_clock(7 * 60)} to {_clock(9 * 60)} for the cleaners, but we "
+                             f"open at {_clock(8 * 60)}: usage_report(rooms, {8 * 60}, {18 * 60}) counts the hour "
+                             "before opening as booked time too.")
+    reports["hire_round"] = ("Started half hours not billed", "We bill every started half hour, as the hire "
+                             "docstring says, but billed_minutes drops a started half hour: a 70-minute hire "
+                             "comes to 60 billed minutes.")
+    price = booking.price()
+    reports["fee_rounding"] = ("Late fee rounds the wrong way", f"Cancelling a {price}-cent booking "
+                               f"{booking.late_hours} hours ahead cost {price * booking.late_percent // 100} cents, "
+                               f"but {booking.late_percent} % of {price} is {price * booking.late_percent / 100:g}. "
+                               f"Fees should be rounded to the nearest cent, so "
+                               f"{price * booking.late_percent // 100 + 1} cents.")
+    reports["merge_touching"] = ("Free-slot finder glues separate meetings", f'intervals.merge turns "{titles[5]}" '
+                                 f"({_clock(a)}-{_clock(b)}) and \"{titles[6]}\" ({_clock(b)}-{_clock(c)}) into one "
+                                 f"busy block from {_clock(a)} to {_clock(c)}. They are two meetings; merge should "
+                                 "keep them apart.")
+    reports["hire_minimum"] = ("Short hires overcharged", "A 20-minute hire is billed as a full hour. It should be "
+                               "billed as one half hour, like every other started half hour.")
+    keys = [k for k in reports if k.startswith(root)] + ["direction", "direction_hire", third, *declines]
+    rng.shuffle(keys)
+    numbers = dict(zip(keys, booking.issue_ids))
+    issues = "# Open issues\n\n" + "\n\n".join(
+        f"## #{numbers[key]}: {reports[key][0]}\n\nReported by {booking.reporters[i]}. {reports[key][1]}"
+        for i, key in enumerate(keys)) + "\n"
+    return issues, numbers
+
+
+def _booking_visible(booking: _Booking, files: dict[str, _Tests], twins: _Twins, root: str, site: str) -> None:
+    """Visible tests (twinned in the hidden tests): the shared bug shows at one of its two callers, the reported
+    half of the pair shows in agenda and hire tests, the masked half's tests pass, the third bug shows nowhere."""
+    rng, rooms, titles, capacity = booking.rng, booking.rooms, booking.titles, booking.capacity
+
+    def parse():
+        am, pm = rng.randint(1, 11) * 60 + rng.randint(0, 59), rng.randint(13, 23) * 60 + rng.randint(0, 59)
+        return (f'assert parse_time("{_clock(am)}") == {am}, parse_time("{_clock(am)}")',
+                f'assert parse_time("{_clock(pm)}") == {pm}, parse_time("{_clock(pm)}")')
+
+    def fmt():
+        pm = rng.randint(13, 23) * 60 + rng.randint(0, 59)
+        return _eq(f"format_time({pm})", _clock(pm))
+
+    twins.add(files["clock"], "test_parse_time", parse)
+    twins.add(files["clock"], "test_format_time", fmt)
+
+    def overlapping():
+        s = rng.randint(8, 15) * 60
+        return (f"assert overlaps(({s}, {s + 60}), ({s + 30}, {s + 90}))",
+                f"assert not overlaps(({s}, {s + 60}), ({s + 90}, {s + 120}))")
+
+    def merging():
+        s = rng.randint(8, 15) * 60
+        spans = [(s + 120, s + 180), (s, s + 60), (s + 30, s + 90)]
+        return _eq(f"merge({spans!r})", _merged(spans))
+
+    twins.add(files["intervals"], "test_overlaps", overlapping)
+    twins.add(files["intervals"], "test_merge_overlapping", merging)
+
+    def conflict():
+        s = rng.randint(8, 15) * 60
+        return (f'room = Room("{rng.choice(rooms)}", {capacity})', f'room.book("{titles[0]}", {s}, {s + 60}, 2)',
+                *_raising(f'room.book("{titles[1]}", {s + 30}, {s + 90}, 2)', "ValueError"))
+
+    def back_to_back():
+        s = rng.randint(8, 15) * 60 + rng.choice([0, 15, 30])
+        return (f'room = Room("{rng.choice(rooms)}", {capacity})', f'room.book("{titles[2]}", {s}, {s + 45}, 2)',
+                f'booking = room.book("{titles[3]}", {s + 45}, {s + 90}, 2)', f"assert booking.start == {s + 45}, "
+                "booking")
+
+    twins.add(files["rooms"], "test_conflict_refused", conflict)
+    if root == "touching" and site == "rooms":
+        twins.add(files["rooms"], "test_back_to_back", back_to_back)
+
+    def agenda():
+        spans = [(8 * 60 + rng.choice([0, 15]), 8 * 60 + 45), (9 * 60 + rng.choice([0, 30]), 9 * 60 + 50)]
+        pair = rng.sample(rooms, 2)
+        return _eq(f"day_agenda([StubRoom({_book_line(titles[0], *spans[1], pair[0])}), "
+                   f"StubRoom({_book_line(titles[1], *spans[0], pair[1])})])",
+                   [_agenda_line(titles[1], *spans[0], pair[1]), _agenda_line(titles[0], *spans[1], pair[0])])
+
+    def slots():
+        busy = [(9 * 60, 10 * 60), (rng.randint(11, 13) * 60, 14 * 60 + 30)]
+        stub = ", ".join(_book_line(t, *span, rooms[2]) for t, span in zip(titles[4:], busy))
+        least = rng.choice([30, 45, 60])
+        return _eq(f"free_slots(StubRoom({stub}), {8 * 60}, {18 * 60}, {least})", _free(busy, 8 * 60, 18 * 60, least))
+
+    twins.add(files["agenda"], "test_morning_agenda", agenda)
+    twins.add(files["agenda"], "test_free_slots", slots)
+
+    def find(after: bool):
+        def make():
+            hour = rng.randint(8, 10) * 60
+            names, caps = rng.sample(rooms, 3), sorted(rng.sample(range(4, 30), 3))
+            start = hour + 60 if after else hour + 90
+            made = ", ".join(f'Room("{n}", {cap})' for n, cap in zip(names, caps))
+            return (f"rooms = [{made}]", f'rooms[0].book("{titles[5]}", {hour}, {hour + 60}, 2)',
+                    f'rooms[2].book("{titles[6]}", {start}, {start + 30}, 2)',
+                    *_eq(f'find_rooms(rooms, "{_clock(start)}", "{_clock(start + 30)}", 2)', names[:2]))
+        return make
+
+    twins.add(files["availability"], "test_find_rooms", find(False))
+    if root == "touching" and site == "availability":
+        twins.add(files["availability"], "test_find_rooms_right_after_a_meeting", find(True))
+    if root == "noon" and site == "availability":
+        def lunch():
+            minute = rng.randint(1, 45)
+            names, caps = rng.sample(rooms, 2), sorted(rng.sample(range(4, 30), 2))
+            made = ", ".join(f'Room("{n}", {cap})' for n, cap in zip(names, caps))
+            return (f"rooms = [{made}]",
+                    f'rooms[0].book("{titles[7]}", {12 * 60 + minute}, {13 * 60 + minute}, 2)',
+                    *_eq(f'find_rooms(rooms, "12:{minute:02d} pm", "1:{minute:02d} pm", 2)', [names[1]]))
+        twins.add(files["availability"], "test_find_rooms_at_lunchtime", lunch)
+
+    def weekly():
+        first, weeks = rng.randint(0, 6), rng.randint(3, 6)
+        start = rng.randint(9, 11) * 60 + rng.choice([0, 15, 30])
+        skip = first + 7 * rng.randint(1, weeks - 1)
+        expected = [(first + 7 * w, start, start + 45) for w in range(weeks) if first + 7 * w != skip]
+        return _eq(f'occurrences({first}, "{_clock(start)}", "{_clock(start + 45)}", {weeks}, ({skip},))', expected)
+
+    twins.add(files["series"], "test_weekly_series", weekly)
+    if root == "noon" and site == "series":
+        def lunch_series():
+            minute = rng.randint(1, 45)
+            first, weeks = rng.randint(0, 6), rng.randint(2, 4)
+            return _eq(f'occurrences({first}, "12:{minute:02d} pm", "1:{minute:02d} pm", {weeks})',
+                       [(first + 7 * w, 720 + minute, 780 + minute) for w in range(weeks)])
+        twins.add(files["series"], "test_lunch_series", lunch_series)
+
+    def hire():
+        start = rng.randint(8, 15) * 60 + rng.choice([0, 30])
+        end = start + rng.choice([90, 120, 150, 180])
+        rate = rng.randint(20, 90) * 100
+        return _eq(f"hire_cost({start}, {end}, {rate})", (end - start) * rate // 60)
+
+    twins.add(files["hire"], "test_hire_cost", hire)
+
+    def usage():
+        names = sorted(rng.sample(rooms, 2))
+        first, second = rng.randint(9, 11) * 60, rng.randint(13, 15) * 60
+        spans = {names[0]: [(first, first + 90)], names[1]: [(second, second + 60), (second + 30, second + 120)]}
+        made = [f'Room("{n}", {capacity})' for n in names]
+        books = [f'rooms[{i}].book("{titles[7 + i + j]}", {s}, {e}, 2)' for i, n in enumerate(names)
+                 for j, (s, e) in enumerate(spans[n][:1])]
+        rows = sorted([(n, e - s, (e - s) * 100 // 600) for n, [(s, e), *_] in spans.items()],
+                      key=lambda r: (-r[1], r[0]))
+        return (f"rooms = [{', '.join(made)}]", *books, *_eq(f"usage_report(rooms, {8 * 60}, {18 * 60})", rows))
+
+    twins.add(files["usage"], "test_usage_report", usage)
+
+    def fee():
+        price = rng.randint(10, 200) * 100
+        return _eq(f"late_fee({price})", price * booking.late_percent // 100)
+
+    def short():
+        price, start = rng.randint(10, 200) * 100, rng.randint(3, 9) * 1440 + rng.randint(8, 17) * 60
+        return _eq(f"cancellation_fee({price}, {start}, {start - 30})", price)
+
+    def early():
+        price, start = rng.randint(10, 200) * 100, rng.randint(5, 9) * 1440 + rng.randint(8, 17) * 60
+        return _eq(f"cancellation_fee({price}, {start}, {start - booking.free_hours * 60 - 1440})", 0)
+
+    twins.add(files["policy"], "test_late_fee", fee)
+    twins.add(files["policy"], "test_short_notice_pays_full", short)
+    twins.add(files["policy"], "test_early_cancellation_is_free", early)
+
+
+def _booking_bug_tests(booking: _Booking, hidden: _Tests, groups: dict[str, list[str]]) -> None:
+    """Each candidate bug's hidden tests, in its group."""
+    rng, rooms, titles, capacity = booking.rng, booking.rooms, booking.titles, booking.capacity
+    free_hours, late_hours, late_percent = booking.free_hours, booking.late_hours, booking.late_percent
+    m1, m2 = rng.randint(1, 59), rng.randint(1, 44)
+    groups["noon"] += [
+        hidden.add("test_noon_hour", f'_same(parse_time("12:{m1:02d} pm"), {720 + m1})', '_same(parse_time("12:00 pm"), '
+                   '720)', f'_same(parse_time("12:{m2:02d} am"), {m2})', f'_same(parse_time("1:{m2:02d} pm"), {780 + m2})'),
+        hidden.add("test_lunchtime_callers", f'rooms = [Room("{rooms[0]}", 6), Room("{rooms[1]}", 8)]',
+                   f'rooms[0].book("{titles[0]}", {720}, {780}, 2)',
+                   f'_same(find_rooms(rooms, "12:{m2:02d} pm", "1:{m2 + 10:02d} pm", 2), ["{rooms[1]}"])',
+                   f'_same(occurrences(2, "12:{m2:02d} pm", "1:{m2:02d} pm", 2), [(2, {720 + m2}, {780 + m2}), '
+                   f'(9, {720 + m2}, {780 + m2})])')]
+    x = rng.randint(8, 15) * 60 + rng.choice([0, 10, 20, 30])
+    groups["touching"] += [
+        hidden.add("test_touching_spans", f"_same(overlaps(({x}, {x + 50}), ({x + 50}, {x + 90})), False)",
+                   f"_same(overlaps(({x + 50}, {x + 90}), ({x}, {x + 50})), False)",
+                   f"_same(overlaps(({x}, {x + 50}), ({x + 49}, {x + 90})), True)"),
+        hidden.add("test_touching_at_every_caller", f'room = Room("{rooms[4]}", {capacity}, [])',
+                   f'room.book("{titles[5]}", {x}, {x + 50}, 1)', f'room.book("{titles[6]}", {x + 50}, {x + 90}, 1)',
+                   f'room.book("{titles[7]}", {x - 25}, {x}, 1)', "_same(len(room.bookings), 3)",
+                   f"_same(is_free(room, {x + 90}, {x + 120}), True)",
+                   f'_same(find_rooms([room], "{_clock(x + 90)}", "{_clock(x + 130)}", 1), ["{rooms[4]}"])')]
+    a = rng.randint(8, 10) * 60
+    busy = [(a, a + 60), (a + 180, a + 240)]
+    stub = ", ".join(_book_line(t, *span, rooms[3]) for t, span in zip(titles[8:], busy))
+    groups["direction"] += [
+        hidden.add("test_minutes_between_direction", f"_same(minutes_between({a}, {a + 75}), 75)",
+                   f"_same(minutes_between({a + 75}, {a}), -75)"),
+        hidden.add("test_gaps_and_hires", f"_same(free_slots(StubRoom({stub}), {a - 60}, {a + 300}, 45), "
+                   f"{_free(busy, a - 60, a + 300, 45)!r})", f"_same(billed_minutes({a}, {a + 100}), 120)",
+                   f"_same(hire_cost({a}, {a + 20}, 3000), 3000)",
+                   f"_same(booked_minutes(StubRoom({stub}), {a - 60}, {a + 300}), 120)")]
+    price = booking.price()
+    start = rng.randint(4, 12) * 1440 + rng.randint(8, 17) * 60 + rng.choice([0, 30])
+    groups["notice"].append(groups["direction"][0])  # the masked half: its fees are right only with the helper
+    groups["notice"] += [
+        hidden.add("test_notice_before_start", f"_same(cancellation_fee({price}, {start}, {start - free_hours * 60}), 0)",
+                   f"_same(cancellation_fee({price}, {start}, {start - late_hours * 60}), {price * late_percent // 100})",
+                   f"_same(cancellation_fee({price}, {start}, {start - late_hours * 60 + 1}), {price})"),
+        hidden.add("test_cancelled_after_start",
+                   f"_same(cancellation_fee({price}, {start}, {start + free_hours * 60 + 60}), {price})")]
+    groups["capacity"].append(hidden.add(
+        "test_capacity_boundary", f'room = Room("{rooms[5]}", {capacity + 2}, [])',
+        f'full = room.book("{titles[0]}", {x}, {x + 30}, {capacity + 2})', f"_same(full.attendees, {capacity + 2})",
+        f'_raises(ValueError, room.book, "{titles[1]}", {x + 60}, {x + 90}, {capacity + 3})'))
+    groups["shared"] += [
+        hidden.add("test_rooms_own_their_bookings", f'first = Room("{rooms[0]}", {capacity})',
+                   f'second = Room("{rooms[1]}", {capacity})', f'first.book("{titles[2]}", {x}, {x + 30}, 1)',
+                   "_same(second.bookings, [])", f'second.book("{titles[3]}", {x}, {x + 30}, 1)',
+                   "_same(len(first.bookings), 1)"),
+        hidden.add("test_room_copies_given_bookings", f"given = [{_book_line(titles[4], x - 200, x - 100, rooms[2])}]",
+                   f'room = Room("{rooms[2]}", {capacity}, given)', f'room.book("{titles[5]}", {x}, {x + 30}, 1)',
+                   "_same(len(given), 1)", "_same(len(room.bookings), 2)")]
+    t9, t10, t11 = 9 * 60 + rng.choice([5, 25, 45]), 10 * 60 + rng.choice([0, 15, 35]), 11 * 60 + rng.choice([0, 30])
+    entries = [(titles[0], t10, t10 + 30, rooms[0]), (titles[2], t11, t11 + 30, rooms[3]),
+               (titles[3], t9, t9 + 40, rooms[2]), (titles[4], t11, t11 + 45, rooms[1])]
+    stubs = ", ".join(f"StubRoom({_book_line(*e)})" for e in entries)
+    expected = [_agenda_line(*e) for e in sorted(entries, key=lambda e: (e[1], e[3]))]
+    groups["order"].append(hidden.add("test_agenda_order", f"_same(day_agenda([{stubs}]), {expected!r})"))
+    early = rng.randint(6, 7) * 60
+    groups["usage_clip"].append(hidden.add(
+        "test_usage_inside_opening_hours", f"_same(booked_minutes(StubRoom({_book_line(titles[1], early, 9 * 60, rooms[6])}"
+        f", {_book_line(titles[2], 17 * 60, 19 * 60, rooms[6])}), {8 * 60}, {18 * 60}), 120)"))
+    groups["hire_round"].append(hidden.add("test_billing_rounds_up", f"_same(billed_minutes({x}, {x + 70}), 90)",
+                                           f"_same(billed_minutes({x}, {x + 91}), 120)",
+                                           f"_same(hire_cost({x}, {x + 61}, 4000), 6000)"))
+
+
+def _booking_regressions(booking: _Booking, hidden: _Tests, regression: list[str]) -> None:
+    """Hidden tests of behaviour that was already right, including what the declined reports ask to change."""
+    rng, rooms, titles, capacity, late_percent = booking.rng, booking.rooms, booking.titles, booking.capacity, \
+        booking.late_percent
+    price = booking.price()
+    a = rng.randint(8, 10) * 60 + rng.choice([0, 15, 30])
+    b, c = a + 60, a + 120
+    regression.append(hidden.add("test_late_fee_rounds_down", f"_same(late_fee({price}), {price * late_percent // 100})",
+                                 f"_same(late_fee({price + 1}), {(price + 1) * late_percent // 100})"))
+    regression.append(hidden.add("test_merge_joins_touching", f"_same(merge([({b}, {c}), ({a}, {b})]), [({a}, {c})])",
+                                 f"_same(merge([({a}, {b}), ({c}, {c + 30})]), [({a}, {b}), ({c}, {c + 30})])"))
+    regression.append(hidden.add("test_hire_minimum", f"_same(billed_minutes({a}, {a + 20}), 60)",
+                                 f"_same(billed_minutes({a}, {a + 60}), 60)", f"_raises(ValueError, billed_minutes, "
+                                 f"{a}, {a})"))
+    am = rng.randint(1, 11) * 60 + rng.randint(0, 59)
+    regression.append(hidden.add("test_clock_ordinary", '_same(format_time(0), "12:00 am")',
+                                 '_same(format_time(750), "12:30 pm")', f'_same(parse_time("{_clock(am)}"), {am})',
+                                 '_same(parse_time("11:59 pm"), 1439)', '_raises(ValueError, parse_time, "13:00 pm")'))
+    regression.append(hidden.add("test_booking_conflict", f'room = Room("{rooms[3]}", {capacity}, [])',
+                                 f'room.book("{titles[0]}", {a}, {a + 60}, 1)',
+                                 f'_raises(ValueError, room.book, "{titles[1]}", {a + 20}, {a + 40}, 1)',
+                                 f'_raises(ValueError, room.book, "{titles[2]}", {a + 30}, {a + 30}, 1)'))
+    regression.append(hidden.add("test_search_refusals", '_raises(ValueError, find_rooms, [], "10:00 am", "9:00 am", 1)',
+                                 '_raises(ValueError, occurrences, 1, "3:00 pm", "2:00 pm", 2)',
+                                 '_same(find_rooms([Room("Solo", 2)], "9:00 am", "10:00 am", 3), [])'))
+
+
+def booking_issues(rng: ItemRng) -> AgTask:
+    """Triage a booking library's seven issue reports: fix the real bugs at their roots, decline the two that are no
+    bug."""
+    project, facts = _booking_project(rng)
+    prompt = _booking_prompt(facts, f"{rng.randint(2, 6)}.{rng.randint(0, 19)}")
+    answer = f"fixed: {', '.join(str(n) for n in facts['fixed'])}\ndeclined: {', '.join(map(str, facts['declined']))}"
+    return _assemble(project, prompt, _booking_reference(project, facts, answer),
+                     lambda submitted: _triage_answer_ok(facts, submitted),
+                     "the answer lists exactly the reports that were bugs as fixed and the reports that were no bug "
+                     "as declined")
+
+
+def _booking_reference(project: Project, facts: dict[str, object], answer: str) -> list[Call]:
+    """Read the reports and run the tests; read the failing tests and every module; fix the shared helper, then the
+    reported half of the pair, see the masked half fail, fix it, then the third bug."""
+    files = project.files()
+    bugs = {bug.key: bug for bug in project.bugs}
+    failing = sorted({f"tests/test_{facts['site']}.py", "tests/test_agenda.py", "tests/test_hire.py",
+                      "tests/test_usage.py"})
+    calls = [Call("list_files"), *_read_calls(files, "ISSUES.md"), Call("run_tests")]
+    for path in failing:
+        calls += _read_calls(files, path)
+    for path in _BOOKING_MODULES:
+        calls += _read_calls(files, path)
+    root = bugs[str(facts["root"])]
+    calls += [Call("search_code", {"text": {"touching": "overlaps(", "noon": "parse_time("}[root.key]}),
+              *project.fix_calls(root), Call("run_tests")]
+    calls += [Call("search_code", {"text": "minutes_between("}), *project.fix_calls(bugs["direction"]),
+              Call("run_tests"), *_read_calls(files, "tests/test_policy.py"), *project.fix_calls(bugs["notice"]),
+              Call("run_tests")]
+    calls += [*project.fix_calls(bugs[str(facts["third"])]), Call("run_tests"), Call("submit", {"answer": answer})]
+    return calls
+
+
+def _booking_prompt(facts: dict[str, object], release: str) -> str:
+    """The triage before a release, and the answer's two lines."""
+    org = str(facts["org"])
+    return (f"{org[0].upper() + org[1:]} uses `{facts['project']}`, a small Python library for booking meeting "
+            "rooms (times are minutes after midnight; spans are (start, end) pairs of minutes). Files: ISSUES.md "
+            "(open user reports), nine modules (clock, intervals, rooms, agenda, availability, series, hire, "
+            "usage, policy) and tests in tests/. The docstrings in the modules document the intended behaviour. Before "
+            f"release {release}, triage every report in ISSUES.md: a report describing behaviour that contradicts "
+            "the docstrings is a bug, so fix it at its root cause (several reports can share one cause, and a "
+            "reporter's suggested fix is not necessarily the right one); a report asking for behaviour the "
+            "docstrings rule out is not a bug, so decline it and leave that behaviour unchanged. Any other "
+            "behaviour that contradicts the docstrings must be fixed too. Your final code will be checked by "
+            "hidden tests, including the visible tests' checks on other values, together with the original visible "
+            "tests (edits to test files are ignored). When you are done, call submit with two lines: "
+            "`fixed: <issue numbers>` and `declined: <issue numbers>`.")
+
+
+def _issue_sets(answer: str | None, known: list[int]) -> tuple[set[int], set[int]] | None:
+    """The issue numbers after the last `fixed:` and `declined:` labels, each up to the next label; None when a
+    label is missing. Only numbers of real reports count, so prose numbers do not get in the way."""
+    text = (answer or "").lower()
+    labels = [(m.start(), m.end(), m.group(1)) for m in re.finditer(r"\b(fixed|declined)\s*[:=]", text)]
+    found: dict[str, set[int]] = {}
+    for index, (_, end, label) in enumerate(labels):
+        stop = labels[index + 1][0] if index + 1 < len(labels) else len(text)
+        found[label] = {int(n) for n in re.findall(r"\d+", text[end:stop]) if int(n) in known}
+    if "fixed" not in found or "declined" not in found:
+        return None
+    return found["fixed"], found["declined"]
+
+
+def _triage_answer_ok(facts: dict[str, object], submitted: str | None) -> bool:
+    """True when the answer lists exactly the fixed and the declined reports."""
+    sets = _issue_sets(submitted, facts["issue_ids"])
+    return sets is not None and sets == (set(facts["fixed"]), set(facts["declined"]))
