@@ -1134,7 +1134,7 @@ def _billing_project(rng: ItemRng) -> tuple[Project, dict[str, object]]:
     shared = rng.choice(_SHARED)
     pair = rng.choice(_PAIRS)
     solo = rng.choice(_SOLO)
-    site = rng.choice(_ROUNDING_SITES) if shared == "rounding" else None
+    site = rng.choice(_rounding_sites(b)) if shared == "rounding" else None
     planted_keys = [shared, *pair, solo]
     planted = sorted((bugs[k] for k in planted_keys), key=lambda x: (_BILLING_MODULES.index(x.path), x.key))
     modules, spec = _billing_sources(b)
@@ -1156,6 +1156,17 @@ def _billing_project(rng: ItemRng) -> tuple[Project, dict[str, object]]:
     decoys = [name for key in sorted(bugs) if key not in planted_keys for name in bugs[key].names]
     return project, {"company": b.company, "project": b.project_name, "shared": shared, "pair": pair, "solo": solo,
                      "site": site, "decoys": decoys, "billing": b}
+
+
+def _rounding_sites(b: _Billing) -> list[str]:
+    """The callers where a visible test can land on a half cent that Python's round() takes the other way."""
+    sites = ["tax", "late_fee"]
+    if any(_banker_differs(b.prices[s] * q, b.volume_bp) for s in b.skus for q in range(b.threshold + 2,
+                                                                                        b.threshold + 42)):
+        sites.append("volume")
+    if any(_banker_differs(b.prices[s] * r, b.restock_bp) for s in b.skus for r in range(1, b.threshold - 1)):
+        sites.append("refund")
+    return sites
 
 
 def _billing_sources(b: _Billing) -> tuple[dict[str, str], str]:
@@ -1301,7 +1312,7 @@ def _billing_visible(b: _Billing, files: dict[str, _Tests], twins: _Twins, site:
 
     def refund():
         sku = rng.choice(b.skus)
-        for _ in range(500):
+        for _ in range(3000):
             quantity = rng.randint(2, b.threshold - 1)
             returned = rng.randint(1, quantity - 1)
             share = b.line(sku, quantity) * returned
