@@ -1248,6 +1248,13 @@ def _billing_visible(b: _Billing, files: dict[str, _Tests], twins: _Twins, site:
     twins.add(files["coupons"], "test_coupon_discount", coupon_value)
     twins.add(files["coupons"], "test_below_minimum_spend", under_minimum)
 
+    _billing_visible_orders(b, files, twins, site)
+
+
+def _billing_visible_orders(b: _Billing, files: dict[str, _Tests], twins: _Twins, site: str | None) -> None:
+    """Visible tests of tax, shipping, coupons on invoices and payments."""
+    rng = b.rng
+
     def tax():
         region = rng.choice(b.plain_regions)
         rate = b.rates[region]
@@ -1299,6 +1306,13 @@ def _billing_visible(b: _Billing, files: dict[str, _Tests], twins: _Twins, site:
 
     twins.add(files["payments"], "test_allocate_part_payment", single_allocation)
     twins.add(files["payments"], "test_late_fee", overdue)
+
+    _billing_visible_documents(b, files, twins, site)
+
+
+def _billing_visible_documents(b: _Billing, files: dict[str, _Tests], twins: _Twins, site: str | None) -> None:
+    """Visible tests of statements, refunds, instalments, receipts and the report."""
+    rng = b.rng
 
     def statement():
         name = rng.choice(_CUSTOMERS)
@@ -1363,6 +1377,13 @@ def _billing_visible(b: _Billing, files: dict[str, _Tests], twins: _Twins, site:
 
     twins.add(files["receipts"], "test_receipt", receipt)
 
+    _billing_visible_report(b, files, twins)
+
+
+def _billing_visible_report(b: _Billing, files: dict[str, _Tests], twins: _Twins) -> None:
+    """Visible tests of the ranking and the summary."""
+    rng = b.rng
+
     def ranking():
         names = b.names(3)
         amounts = rng.sample([a for a in range(1010, 99000, 7) if a % 100 >= 10], 3)
@@ -1410,6 +1431,13 @@ def _billing_bug_tests(b: _Billing, hidden: _Tests, groups: dict[str, list[str]]
         hidden.add("test_summary_single_cent_digit",
                    f'_same(summary([Stub("{names[0]}", {amounts[0]}), Stub("{names[1]}", {amounts[1]})]), '
                    f'{[f"1. {names[0]}: {dollars(amounts[0])}", f"2. {names[1]}: {dollars(amounts[1])}"]!r})')]
+    _billing_pair_and_solo_tests(b, hidden, groups, region, names)
+
+
+def _billing_pair_and_solo_tests(b: _Billing, hidden: _Tests, groups: dict[str, list[str]], region: str,
+                                 names: list[str]) -> None:
+    """The hidden tests of the pairs' bugs and of the bugs only SPEC.md shows."""
+    rng = b.rng
     subtotals = [_scan(rng, b.min_spend, b.min_spend + 40000, lambda c: not _half(c, b.coupons[code]))
                  for code in (b.min_code, b.free_code)]
     groups["coupon_sign"].append(hidden.add(
@@ -1455,6 +1483,12 @@ def _billing_bug_tests(b: _Billing, hidden: _Tests, groups: dict[str, list[str]]
         f'got = [tuple(p) for p in rank_customers([Stub("{people[2]}", {tie}), Stub("{people[1]}", {top}), '
         f'Stub("{people[0]}", {tie})])]', f"assert got == {[(people[1], top), (people[0], tie), (people[2], tie)]!r}"
         ", got"))
+    _billing_solo_tests(b, hidden, groups)
+
+
+def _billing_solo_tests(b: _Billing, hidden: _Tests, groups: dict[str, list[str]]) -> None:
+    """The hidden tests of payments, instalments and refunds bugs."""
+    rng = b.rng
     balances = [rng.randint(2000, 20000) for _ in range(3)]
     payment = balances[0] + rng.randint(1, balances[1] - 1)
     groups["allocation"].append(hidden.add(
@@ -2088,6 +2122,13 @@ def _booking_visible(booking: _Booking, files: dict[str, _Tests], twins: _Twins,
     if root == "touching" and site == "rooms":
         twins.add(files["rooms"], "test_back_to_back", back_to_back)
 
+    _booking_visible_rooms(booking, files, twins, root, site)
+
+
+def _booking_visible_rooms(booking: _Booking, files: dict[str, _Tests], twins: _Twins, root: str, site: str) -> None:
+    """Visible tests of agenda and availability (twinned)."""
+    rng, rooms, titles, capacity = booking.rng, booking.rooms, booking.titles, booking.capacity
+
     def agenda():
         spans = [(8 * 60 + rng.choice([0, 15]), 8 * 60 + 45), (9 * 60 + rng.choice([0, 30]), 9 * 60 + 50)]
         pair = rng.sample(rooms, 2)
@@ -2127,6 +2168,13 @@ def _booking_visible(booking: _Booking, files: dict[str, _Tests], twins: _Twins,
                     f'rooms[0].book("{titles[7]}", {12 * 60 + minute}, {13 * 60 + minute}, 2)',
                     *_eq(f'find_rooms(rooms, "12:{minute:02d} pm", "1:{minute:02d} pm", 2)', [names[1]]))
         twins.add(files["availability"], "test_find_rooms_at_lunchtime", lunch)
+
+    _booking_visible_charges(booking, files, twins, root, site)
+
+
+def _booking_visible_charges(booking: _Booking, files: dict[str, _Tests], twins: _Twins, root: str, site: str) -> None:
+    """Visible tests of series, hire, usage and policy (twinned)."""
+    rng, rooms, titles, capacity = booking.rng, booking.rooms, booking.titles, booking.capacity
 
     def weekly():
         first, weeks = rng.randint(0, 6), rng.randint(3, 6)
@@ -2308,7 +2356,9 @@ def _booking_reference(project: Project, facts: dict[str, object], answer: str) 
     calls += [Call("search_code", {"text": "minutes_between("}), *project.fix_calls(bugs["direction"]),
               Call("run_tests"), *_read_calls(files, "tests/test_policy.py"), *project.fix_calls(bugs["notice"]),
               Call("run_tests")]
-    calls += [*project.fix_calls(bugs[str(facts["third"])]), Call("run_tests"), Call("submit", {"answer": answer})]
+    third = bugs[str(facts["third"])]  # its module holds no other bug: rewritten whole, as an agent may
+    calls += [Call("write_file", {"path": third.path, "content": project.modules[third.path]}), Call("run_tests"),
+              Call("submit", {"answer": answer})]
     return calls
 
 
