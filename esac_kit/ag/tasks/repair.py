@@ -1108,7 +1108,6 @@ def _billing_bugs(b: _Billing) -> dict[str, Bug]:
 
 _SHARED, _PAIRS = ["rounding", "padding"], [("coupon_sign", "net_sign"), ("ship_region", "ship_base")]
 _SOLO = ["volume", "rate_table", "notes", "ranking", "allocation", "grace", "refund_share", "remainder_last"]
-_ROUNDING_SITES = ["tax", "late_fee", "volume", "refund"]
 _STUB = ("class Stub:", "    def __init__(self, customer, amount):", "        self.customer = customer",
          "        self.amount = amount", "", "    def total(self):", "        return self.amount")
 _BILLING_HEADERS = {
