@@ -16,6 +16,7 @@ from esac_kit.errors import ConfigError
 from esac_kit.instances import generate
 from esac_kit.kinds import kind_of
 from esac_kit.pools import recorded_pool
+from esac_kit.records import prompt_sha256
 from esac_kit.runs import load_config
 from esac_kit.suite import Suite, load_suite
 from esac_kit.watch import read_observations
@@ -52,7 +53,11 @@ def calibration_rows(folders: list[Path], items_dir: Path | None = None) -> pd.D
             by_item.setdefault(observation.item_id, []).append(observation)
         for item_id, observations in by_item.items():
             item = suite.item(item_id)
-            difficulty = {} if kind_of(item).episodic else generate(suite, item, pool).difficulty
+            instance = None if kind_of(item).episodic else generate(suite, item, pool)
+            if instance is not None and observations[0].prompt_sha256 != prompt_sha256(instance.prompt):
+                raise ConfigError(f"{folder}: item {item_id} generates another prompt now than the run answered: "
+                                  f"the item bank changed since, so its difficulty cannot be re-measured")
+            difficulty = instance.difficulty if instance is not None else {}
             judged = [o for o in observations if o.judge_replicate in (None, 0)]  # count a response once
             rows.append({
                 "suite": config.suite, "item": item_id, "category": item.category, "seed": pool.seed,

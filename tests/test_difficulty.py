@@ -89,3 +89,16 @@ def test_a_malformed_band_is_refused_at_load(tmp_path, band):
     path = items / "gi" / "quant-crew-work.toml"
     path.write_text(path.read_text().replace("band = [90, 99]", f"band = {band}"))
     assert_one_line_exit_2(esac("items", "--items", str(items)), "quant-crew-work.toml", "band")
+
+
+def test_a_parametrized_gi_item_without_a_difficulty_table_is_refused(tmp_path):
+    items = toy_items(tmp_path)
+    path = items / "gi" / "quant-crew-work.toml"
+    path.write_text(path.read_text()[:path.read_text().index("\n[difficulty]")] + "\n")
+    assert_one_line_exit_2(esac("items", "--items", str(items)), "quant-crew-work.toml", "declares its difficulty")
+
+
+def test_every_parametrized_gi_item_declares_drivers_a_measure_and_a_band():
+    suite = load_suite("gi")
+    parametrized = [i for i in suite.items if i.parametrized]
+    assert len(parametrized) == 29 and all(i.difficulty and i.difficulty.drivers for i in parametrized)

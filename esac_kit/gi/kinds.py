@@ -32,6 +32,12 @@ class ScoredInCode(Kind):
     generation_modules = ("esac_kit.instances",)
     tool_modules = _TOOLS
 
+    def check_item(self, item):
+        super().check_item(item)
+        if item.difficulty is None:  # the headroom issue: every parametrized GI item states what makes it hard
+            raise ValueError("a parametrized GI item declares its difficulty: a [difficulty] table with the "
+                             "generator's drivers, the measure its solver takes and the band it must fall in")
+
     async def score(self, instance, response: str):
         """The response's score against the instance's key."""
         return score_response(instance.key, response)
