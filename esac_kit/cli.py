@@ -76,7 +76,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
     suite = _suite(args)
     pool = _pool(args, suite)
     by_verify: dict = {}  # kinds that share one verify (GI's scored-in-code kinds) check their items together
-    for item in suite.items:
+    chosen = [suite.item(i) for i in args.only] if args.only else suite.items
+    for item in chosen:
         by_verify.setdefault(type(kind_of(item)).verify, []).append(item)
     failed, unverified = [], []
     for items in by_verify.values():
@@ -366,6 +367,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     verify = commands.add_parser("verify", parents=[common, pools], help="check every parametrized item")
     verify.add_argument("--seeds", type=positive_int, default=None, help="pool seeds per item (default: 200; 50 for ag)")
+    verify.add_argument("--only", nargs="+", metavar="ITEM", help="verify only these items")
     verify.set_defaults(handler=cmd_verify)
 
     run = commands.add_parser("run", parents=[common, pools], help="run a model on a suite, or --resume a run")

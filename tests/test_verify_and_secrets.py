@@ -104,3 +104,12 @@ def test_the_memorisation_bound_fails_an_item_whose_answer_never_changes():
     low, high = top_share_bounds(2, 10, 9)  # a repeat among ten seeds: no evidence, and too few seeds to show it
     assert low < MAX_ANSWER_SHARE < high
     assert top_share_bounds(3, 200, 150)[1] <= MAX_ANSWER_SHARE  # 200 seeds show the guarantee
+
+
+def test_verify_only_checks_the_items_named():
+    from test_bad_inputs import esac
+
+    done = esac("verify", "--only", "quant-tank-mixing", "--seeds", "3")
+    assert done.returncode == 0, done.stderr
+    assert "quant-tank-mixing" in done.stdout and "logic-zebra" not in done.stdout
+    assert "1/1 parametrized items pass" in done.stdout
