@@ -299,7 +299,8 @@ def read_grants(prompt, ignore_notes=False):
                               r"amount is at most \$([\d,]+)", text):
                 assert "is exempt from the department cap" in notes[m[1]] and int(no[3:]) > int(m[1][3:])
                 theme_max = int(m[2].replace(",", ""))
-            if m := re.search(r"^Department caps\. (\w+) hosts .* its department cap is \$([\d,]+) instead", text):
+            if m := re.search(r"^Department caps\. (\w+) receives .* its department cap in this round is \$([\d,]+) "
+                              r"instead", text):
                 caps[m[1]] = int(m[2].replace(",", ""))
             bridging |= "mention an active award, a bridging award (reference starting BR-) does not count" in text
     minutes, memo = prompt.split("MINUTES OF THE PANEL MEETING")[1].split("OFFICE MEMO after the meeting")
@@ -381,10 +382,19 @@ def read_rights(prompt, strict_end=True, ignore=()):
         if (m := re.search(r"^(\w+) was omitted from the ([\w ]+) group", block, flags=re.M)) and "schedule" not in ignore:
             groups[m[2]].append(m[1])
 
-    def covers(text):
+    regroup = None
+    for block in blocks:
+        if m := re.search(rf"^With effect from ({DATE}), (\w+) moves from the ([\w ]+) group to the ([\w ]+) group\.",
+                          block, flags=re.M):
+            regroup = (date(m[1]), m[2], m[3], m[4])
+            assert m[2] in groups[m[3]]
+    later = {g: [t for t in ts if t != regroup[1]] + ([regroup[1]] if g == regroup[3] else [])
+             for g, ts in groups.items()}
+
+    def covers(text, when):
         out = set()
         for name, excluded in re.findall(r"([^,(]+?)(?: \(excluding ([^)]*)\))?(?:, |$)", text):
-            members = groups.get(name, [name])
+            members = (later if when >= regroup[0] or "regroup" in ignore else groups).get(name, [name])
             out |= {t for t in members if "carve-out" in ignore or t not in excluded.split(", ")}
         return out
 
@@ -408,7 +418,7 @@ def read_rights(prompt, strict_end=True, ignore=()):
             territories, start, end = re.search(rf"catalogue in (.+) from ({DATE}) to ({DATE}) inclusive",
                                                 block).groups()
             agreements[m[1]] = {"dist": m[2], "end": date(end), "notice": int(re.search(r"or (\d+) days", block)[1])}
-            grants += [(date(start), n, m[1], t) for t in covers(territories)]
+            grants += [(date(start), n, m[1], t) for t in covers(territories, date(start))]
         elif m := re.match(r"AMENDMENT TO (DA-\d+) .*, (signed by both parties|DRAFT)", block):
             if m[2] != "signed by both parties" and "signed" not in ignore:
                 continue
@@ -550,7 +560,8 @@ def test_rights_traps_change_the_answer(instances):
     # imitate all but the email one, so at least three must differ here.
     for generated in instances["context-distribution-rights"]:
         misreadings = [read_rights(generated.prompt, ignore={trap}) for trap in
-                       ("signed", "notice", "future", "revival", "expiry", "schedule", "carve-out", "assignment")]
+                       ("signed", "notice", "future", "revival", "expiry", "schedule", "carve-out", "assignment",
+                        "revocation", "regroup")]
         assert sum(m != generated.key.answer for m in misreadings) >= 3
 
 
@@ -583,24 +594,46 @@ def test_per_diem_drafts_withdrawals_and_errata_matter(instances):
             differs[misread] += read_per_diem(generated.prompt, misread={misread}) != Fraction(generated.key.answer)
         no_errata = re.sub(r"Subject: (Erratum to|Correction to erratum)", "Subject: Comment on", generated.prompt)
         differs["errata"] += read_per_diem(no_errata) != Fraction(generated.key.answer)
+        first_only = re.sub(r"Subject: Correction to erratum", "Subject: Comment on", generated.prompt)
+        differs["chain"] += read_per_diem(first_only) != Fraction(generated.key.answer)
+        printed_dates = re.sub(r"Subject: Erratum to (TO-\d+-\d+) \(effective date\)", "Subject: Comment on \\1",
+                               generated.prompt)
+        differs["dates"] += read_per_diem(printed_dates) != Fraction(generated.key.answer)
     assert sum(differs.values()) >= len(SEEDS) * 3 // 2
+    assert differs["chain"] >= len(SEEDS) * 3 // 4 and differs["dates"] >= len(SEEDS) // 4
 
 
 HAND_METHODS = {
-    # The idea that makes each instance solvable with pencil and paper in an hour or two (and in well under 30k
-    # tokens of reasoning): the documents are long, but the work is a bounded number of lookups once the
-    # reader filters them by the entities the question names.
-    "context-inventory-ledger": "filter the ledger to the target and its retired code, apply fixes in place, and "
-                                "restart each warehouse's running total at its last cycle count",
-    "context-config-rollbacks": "per asked service, walk the four levels top-down and track only the slots of "
-                                "the asked key at those levels, resolving each ROLLBACK by one lookup",
-    "context-per-diem-memos": "tabulate, for each item the trip uses, the live circulars in effective-date order "
-                              "once; each night and day is then a lookup in that small table",
-    "context-grant-panel": "score each proposal once from its own slot plus the late corrections that name it, "
-                           "then run the greedy budget over the sorted list",
-    "context-distribution-rights": "for each asked country list its grants in date order and test only the "
-                                   "latest started one against its agreement's later documents",
+    # The idea that makes each instance solvable with pencil and paper in about two hours (and in well under 40k
+    # tokens of reasoning): the documents are long and every asked figure rests on a long chain, but the work is a
+    # bounded number of lookups once the reader filters the documents by the entities the question names.
+    "context-inventory-ledger": "filter the ledger to the target, its look-alike and the retired code, apply fixes "
+                                "in place, and restart each asked cell's running total at its last count that no "
+                                "VOID cancels",
+    "context-config-rollbacks": "read the review findings first, then per asked key walk the log once, tracking only "
+                                "the slots of that key at the levels the asked services can reach, noting each "
+                                "change's before-state so every ROLLBACK is one lookup and snapshotting at checkpoints",
+    "context-per-diem-memos": "tabulate, for each item the trip uses, the live circulars in (corrected) effective-date "
+                              "order once, with errata and their corrections applied; each night and day is then a "
+                              "lookup in that small table",
+    "context-grant-panel": "settle the rules from the notes in issue order first, score each proposal once from its "
+                           "own slot plus the late remarks that name it, then run the greedy budget with the two caps "
+                           "over the sorted list",
+    "context-distribution-rights": "strike revoked documents and withdrawn notices first, then for each asked country "
+                                   "list its grants in date order (groups read as the schedule stood on each grant's "
+                                   "date) and test only the latest started one against its agreement's later documents",
 }
+
+
+def test_config_review_findings_matter(instances):
+    # Ignoring the findings that declare logged changes rejected, or the ones that change logged values, gives a
+    # different answer in many instances: the review at the very end must be carried back into the log.
+    rejected = values = 0
+    for generated in instances["context-config-rollbacks"]:
+        rejected += read_config(re.sub(r"\n- C-\d+ is logged as applied, but the deploy tool rejected it.*", "",
+                                       generated.prompt)) != generated.key.answer
+        values += read_config(re.sub(r"\n- C-\d+ is logged as setting .*", "", generated.prompt)) != generated.key.answer
+    assert rejected >= len(SEEDS) // 3 and values >= len(SEEDS) // 3
 
 
 @pytest.mark.parametrize("item_id", ITEMS)

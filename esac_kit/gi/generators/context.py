@@ -865,8 +865,14 @@ def config_rollbacks(rng: ItemRng, *, entries: int = 1900, asked: int = 10) -> G
     while {m for _, _, m in queries} != {0, 1, 2} or {k for _, k, _ in queries} != set(targets):
         queries = rng.sample(grid, asked)
     moments, answer, decisive = [None] * 3, {}, set()
-    errata_due = sorted(rng.sample(range(stops[2] // 12, stops[2] - 5), rng.randint(5, 7)))
-    rejects_due = sorted(rng.sample(range(stops[2] // 12, stops[2] - 5), rng.randint(3, 5)))
+    # the review's findings fall on changes some way before each moment asked about, where they tend to show
+    errata_due = sorted(n for stop in stops for n in rng.sample(range(stop - entries // 10, stop - 3), 3))
+    rejects_due = sorted(n for stop in stops for n in rng.sample(range(stop - entries // 10, stop - 3), 2))
+
+    def bears(slot):
+        """A production slot of an asked key that an asked service reads through now (if nothing above it is set)."""
+        return slot[0] == "production" and any(k == slot[2] and slot[1] in (
+            f"service:{s}", f"group:{group[s]}", f"region:{region[s]}", "global") for s, k, _ in queries)
 
     def stamp(t):
         return f"{t // 3600:02d}:{t // 60 % 60:02d}:{t % 60:02d}"
@@ -992,15 +998,14 @@ def config_rollbacks(rng: ItemRng, *, entries: int = 1900, asked: int = 10) -> G
                 status = "HELD (freeze)"
             elif not failed:
                 sources = {cid}
-                if env == "production" and key in targets and rejects_due and rejects_due[0] <= n < stops[2]:
+                if bears(slot) and rejects_due and rejects_due[0] <= n < stops[2]:
                     rejects_due.pop(0)       # logged as applied, but the review finds it was rejected
                     review.append(f"- {cid} is logged as applied, but the deploy tool rejected it: treat {cid} as "
                                   "FAILED (it changed nothing).")
                     touches[slot].add(f"review-{cid}")
                     lines.append(f"{cid}  {stamp(second)}  {env:<10}  {who:<12}  {text:<44}  {status}; {tail}")
                     continue
-                if value is not None and env == "production" and key in targets and errata_due \
-                        and errata_due[0] <= n < stops[2]:
+                if value is not None and bears(slot) and errata_due and errata_due[0] <= n < stops[2]:
                     errata_due.pop(0)
                     shown = rng.choice([v for v in CONFIG_KEYS[key] if v != value])
                     text = f"SET {scope} {key} = {shown}"
@@ -1203,7 +1208,7 @@ GRANT_TRAPS = ("withdrawals", "strikes", "corrections", "calibration", "exceptio
                "theme-max", "dept-cap")
 
 
-def grant_panel(rng: ItemRng, *, proposals: int = 100, trap_floor: int = 9) -> Generated:
+def grant_panel(rng: ItemRng, *, proposals: int = 130, trap_floor: int = 10) -> Generated:
     """Which proposals a fund's rules, as clarified during the round, select from a long panel meeting's minutes."""
     while True:
         world = _grant_world(rng, proposals)
@@ -1288,9 +1293,9 @@ def _grant_world(rng: ItemRng, count: int) -> dict:
     fixed[-2]["withdrawn"] = "meeting"
     fixed[-1]["withdrawn"] = "memo"
     pool = [p for p in props if p not in fixed]
-    errata = rng.sample(pool, 2)
-    for e in errata:
-        e["phd_true"] = e["phd"] + rng.choice([-4, -3, 3, 4, 5])
+    errata = rng.sample([p for p in pool if p["award"] is None], 2)
+    for e in errata:                                     # an erratum that moves the PhD across the final cutoff
+        e["phd_true"] = since + rng.randint(0, 2) if e["phd"] < since else since - rng.randint(1, 3)
     themed = sorted(p["final"] for p in props if p["theme"] == rules["theme"])
     rules["theme_max"] = 5000 * round(statistics.median(themed or [100000]) / 5000)
     applications += 2 * n_fix + 2 * n_strike + 4
@@ -1298,9 +1303,9 @@ def _grant_world(rng: ItemRng, count: int) -> dict:
     applications += sum(p["award"] is not None for p in props) + 2 * sum(p["theme"] == rules["theme"] for p in props)
     total = sum(p["final"] for p in props if not p["withdrawn"])
     rules["budget"] = 10000 * round(Fraction(rng.randint(24, 32), 100) * total / 10000)
-    rules["cap"] = 10000 * round(Fraction(rng.randint(22, 30), 100) * rules["budget"] / 10000)
+    rules["cap"] = 10000 * round(Fraction(rng.randint(19, 25), 100) * rules["budget"] / 10000)
     hub = rng.choice(depts)
-    rules["caps"] = {hub: rules["cap"] + 10000 * rng.randint(15, 40)}
+    rules["caps"] = {hub: 10000 * round(rules["cap"] * Fraction(rng.randint(55, 75), 100) / 10000)}
     return {"props": props, "rules": rules, "late": late, "errata": errata, "applications": applications,
             "hub": hub}
 
@@ -1372,9 +1377,9 @@ def _grant_prompt(rng: ItemRng, world: dict) -> str:
         ("bridging", "Bridging awards. Wherever the rules of this round, as clarified by any note, mention an active "
                      "award, a bridging award (reference starting BR-) does not count as one; a research award "
                      "(reference starting RA-) does."),
-        ("hub", f"Department caps. {world['hub']} hosts the fund's interdisciplinary hub this year: its department cap "
-                f"is ${rules['caps'][world['hub']]:,} instead of the cap of clause 7. Every other department keeps the "
-                "clause 7 cap."),
+        ("hub", f"Department caps. {world['hub']} receives a separate allocation from the fund's hub programme this "
+                f"year: its department cap in this round is ${rules['caps'][world['hub']]:,} instead of the cap of "
+                "clause 7. Every other department keeps the clause 7 cap."),
     ]
     rng.shuffle(notes)
     since_at = [k for k, (tag, _) in enumerate(notes) if tag == "since"][0]
@@ -1460,7 +1465,7 @@ TERRITORY_GROUPS = {"Nordics": ["Norway", "Denmark", "Finland", "Iceland", "Swed
                     "Central Europe": ["Austria", "Hungary", "Poland", "Czechia", "Slovakia"]}
 SINGLE_TERRITORIES = ["Greece", "Ireland", "Chile", "Mexico", "Turkey", "Romania"]
 RIGHTS_TRAPS = ("signed", "notice", "future", "revival", "expiry", "schedule", "carve-out", "assignment",
-                "revocation")
+                "revocation", "regroup")
 BOILERPLATE = [
     "Definitions. 'Catalogue' means every feature film listed in the owner's catalogue schedule as updated from time "
     "to time; 'Gross receipts' means all sums received by the distributor from the exploitation of the catalogue.",
@@ -1516,18 +1521,23 @@ def _rights_prep(docs, rules):
     binding = [d for d in binding if id(d) not in revoked]
     sched = next(d for d in docs if d["kind"] == "schedule")
     groups = sched["groups_true"] if "schedule" in rules else sched["groups_printed"]
+    move = next(d for d in docs if d["kind"] == "regroup")
+    after = {g: [t for t in ts if t != move["country"]] + ([move["country"]] if g == move["to"] else [])
+             for g, ts in groups.items()}
 
-    def covers(entries):
+    def covers(entries, when=None):
+        # a grant names a group as the schedule stands on its effective date (misread: as it stands today)
+        now = after if when is None or "regroup" not in rules or when >= move["eff"] else groups
         out = set()
         for name, excluded in entries:
-            members = groups.get(name, [name])
+            members = now.get(name, [name])
             out |= {t for t in members if t not in excluded or "carve-out" not in rules}
         return out
 
     by_country: dict[str, list] = {}
     for d in binding:
         if d["kind"] == "agreement":
-            for t in covers(d["terr"]):
+            for t in covers(d["terr"], d["start"]):
                 by_country.setdefault(t, []).append((d["start"], d["index"], d["id"], d))
         elif d["kind"] == "add":
             for t in covers([(d["terr"], ())]):
@@ -1536,7 +1546,7 @@ def _rights_prep(docs, rules):
     for d in binding:
         if isinstance(d.get("of"), str):
             by_agreement.setdefault(d["of"], []).append(d)
-    return {"binding": binding, "revoked": revoked, "schedule": sched, "groups": groups, "covers": covers, "by_country": by_country,
+    return {"binding": binding, "revoked": revoked, "schedule": sched, "move": move, "groups": groups, "covers": covers, "by_country": by_country,
             "by_agreement": by_agreement, "revocations": [d for d in docs if d["kind"] == "revoke"], "agreements": {d["id"]: d for d in docs if d["kind"] == "agreement"}}
 
 
@@ -1587,6 +1597,9 @@ def _rights_holder(docs, territory, today, rules=RIGHTS_TRAPS, used=None, cache=
     if any(len(name) > 0 and name in groups for g in grants for name, _ in
            (g[3]["terr"] if g[3]["kind"] == "agreement" else [(g[3]["terr"], ())])):
         note(sched, *[d for d in docs if d["kind"] == "schedule-erratum"])
+    if any(name in (prep["move"]["from"], prep["move"]["to"]) for g in grants if g[3]["kind"] == "agreement"
+           for name, _ in g[3]["terr"]):
+        note(prep["move"])
     for start, _, agreement, _ in reversed(grants):
         if in_force(start, agreement):
             holder = agreements[agreement]["dist"]
@@ -1600,7 +1613,7 @@ def _rights_holder(docs, territory, today, rules=RIGHTS_TRAPS, used=None, cache=
     return "none"
 
 
-def distribution_rights(rng: ItemRng, *, agreements: int = 60, asked: int = 10, trap_floor: int = 6) -> Generated:
+def distribution_rights(rng: ItemRng, *, agreements: int = 80, asked: int = 10, trap_floor: int = 7) -> Generated:
     """Who holds each of several territories on a date, under a long bundle of agreements and later documents."""
     countries = sorted({t for ts in TERRITORY_GROUPS.values() for t in ts} | set(SINGLE_TERRITORIES))
     while True:
@@ -1658,6 +1671,11 @@ def _rights_world(rng: ItemRng, count: int):
                          "date": _month(today, -rng.randint(60, 72))}]
     docs.append({"kind": "schedule-erratum", "signed": True, "group": fixed_group, "country": moved,
                  "date": _month(today, -rng.randint(30, 50)) + dt.timedelta(rng.randint(0, 20))})
+    country, source = rng.choice([(t, g) for g, ts in true.items() for t in ts if t != moved])
+    eff = _month(today, -rng.randint(2, 7))
+    docs.append({"kind": "regroup", "signed": True, "country": country, "from": source, "eff": eff,
+                 "to": rng.choice([g for g in TERRITORY_GROUPS if g != source]),
+                 "date": eff - dt.timedelta(rng.randint(20, 60))})
     names = list(TERRITORY_GROUPS) + SINGLE_TERRITORIES
     made = []
 
@@ -1786,6 +1804,13 @@ def _rights_prompt(rng: ItemRng, docs: list[dict], owner: str, today: dt.date, a
                           f"every distributor\n{d['country']} was omitted from the {d['group']} group by a clerical "
                           f"error. The schedule is to be read, from its issue, as if {d['country']} had always been "
                           f"listed in {d['group']}.")
+        elif kind == "regroup":
+            blocks.append(f"AMENDMENT TO THE SCHEDULE OF TERRITORY GROUPS, {_day(d['date'])}, agreed in writing with "
+                          f"every distributor\nWith effect from {_day(d['eff'])}, {d['country']} moves from the "
+                          f"{d['from']} group to the {d['to']} group. A grant naming a group covers the countries of "
+                          f"that group as the schedule stands on the grant's effective date: a grant that took effect "
+                          f"before {_day(d['eff'])} keeps the countries it covered, and a grant taking effect on or "
+                          f"after {_day(d['eff'])} follows the new grouping.")
         elif kind == "agreement":
             clauses = [f"1. Grant. {owner} grants {d['dist']} the exclusive right to distribute its catalogue in "
                        f"{terr_text(d['terr'])} from {_day(d['start'])} to {_day(d['end'])} inclusive.",
@@ -1864,8 +1889,8 @@ territory groups with its erratum. Nothing else changes them: not drafts, emails
 2. A grant runs from its effective date (an agreement's start date, or the effective date of an amendment adding \
 a territory) to the agreement's end date inclusive, as replaced by any signed amendment, unless the territory is \
 removed from that agreement or the agreement terminates first.
-3. A grant naming a territory group covers every country of that group in the schedule (as corrected), except \
-the countries it expressly excludes. A grant of a country, directly or through a group, ends every earlier grant \
+3. A grant naming a territory group covers every country of that group in the schedule (as corrected, and as it \
+stands on the grant's effective date), except the countries it expressly excludes. A grant of a country, directly or through a group, ends every earlier grant \
 of that same country, to anyone, on the new grant's effective date, permanently: an earlier grant does not revive \
 when the later one ends.
 4. A terminated agreement ends on the later of the date stated in the notice and the end of the notice period \
