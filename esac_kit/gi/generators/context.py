@@ -7,6 +7,7 @@ real document set carries) and computes the key from the facts, never from the t
 from __future__ import annotations
 
 import datetime as dt
+import statistics
 from fractions import Fraction
 
 from esac_kit.rng import ItemRng
@@ -58,8 +59,8 @@ LEDGER_NOTES = [
 CARRIERS = ["Dalton Freight", "Orbit Haulage", "Kerr Logistics", "Pryce Transport"]
 
 
-def inventory_ledger(rng: ItemRng, *, entries: int = 700, target_share: int = 11, asked: int = 4) -> Generated:
-    """Closing sellable stock of one SKU at several warehouses after a month of movements, errors and fixes."""
+def inventory_ledger(rng: ItemRng, *, entries: int = 1700, target_share: int = 11, asked: int = 8) -> Generated:
+    """Closing sellable stock of two look-alike SKUs at several warehouses after a month of movements and fixes."""
     whs = rng.sample(WAREHOUSES, 5)
     month_index = rng.randint(0, 11)
     month, year = MONTHS[month_index], rng.randint(2025, 2030)
@@ -141,7 +142,7 @@ def inventory_ledger(rng: ItemRng, *, entries: int = 700, target_share: int = 11
                 add((target, w), stock[old, w], number, *prov[old, w])
                 stock[old, w], prov[old, w] = 0, set()
             continue
-        weights = [target_share, 0 if relabelled else 9, 9] + [12] * 4
+        weights = [target_share, 0 if relabelled else 9, target_share] + [12] * 4
         sku = rng.weighted_choice(skus, weights)
         true_sku = live(sku)
         wh = rng.choice(whs)
@@ -168,7 +169,16 @@ def inventory_ledger(rng: ItemRng, *, entries: int = 700, target_share: int = 11
                 keyed = int(str(true)[::-1]) if true > 9 and true % 11 and true % 10 else true + 10
             number = post(day, f"CYCLE COUNT   {sku:<8} {wh:<9} counted {keyed}; book quantity set to the count "
                                f"(counter {rng.choice(clerks)}, {stamp})")
+            book, history = stock[true_sku, wh], prov[true_sku, wh]
             stock[true_sku, wh], prov[true_sku, wh] = true, {number}
+            if keyed == true and sku != old and book >= true and rng.randint(1, 3) == 1:
+                # a count later voided: the book runs on from before it, as if it had never been taken; a cell is
+                # counted once, so nothing else resets the cell in between and the difference simply comes back
+                def void_count(d, n=number, c=(true_sku, wh), back=book - true, was=history):
+                    add(c, back, *was)
+                    fixed(n, post(d, f"VOID          re #{n}: count taken in the wrong bin; the count never "
+                                     "happened"))
+                schedule(step + rng.randint(5, 120), void_count)
             if keyed != true:
                 schedule(step + rng.randint(2, 40), lambda d, n=number, k=keyed, t=true: fixed(n, post(
                     d, f"CORRECTION    re #{n}: quantity should read {t} (keyed as {k}); recount by supervisor")))
@@ -260,10 +270,11 @@ def inventory_ledger(rng: ItemRng, *, entries: int = 700, target_share: int = 11
         for item in sorted(later):
             later.remove(item)
             item[2](days + 1)
-    order = rng.sample(whs, asked)
+    cells = rng.sample([(target, w) for w in whs], 5) + rng.sample([(decoy, w) for w in whs], asked - 5)
+    rng.shuffle(cells)
     decisive = set()
-    for w in order:
-        for n in prov[target, w]:
+    for cell in cells:
+        for n in prov[cell]:
             decisive |= {n} | links.get(n, set())
     head = "\n".join(f"  {s:<8}  {articles[s]}" for s in skus)
     opening_text = "\n".join(f"  {s:<8}  " + ";  ".join(f"{w} {opening[s, w]}" for w in whs) for s in skus)
@@ -274,10 +285,11 @@ def inventory_ledger(rng: ItemRng, *, entries: int = 700, target_share: int = 11
             out.append(f"--- day {d:02d} {month[:3]} {year} - shift lead {rng.choice(clerks)}; entries below posted "
                        "that day ---")
         out.append(f"#{base + n}  {d:02d}-{month[:3]}  {t}")
+    order = "\n".join(f"  {k + 1}. {s} at {w}" for k, (s, w) in enumerate(cells))
     prompt = INVENTORY_PROMPT.format(month=month, year=year, whs=", ".join(whs), articles=head, opening=opening_text,
-                                     ledger="\n".join(out), target=target, order=", ".join(order),
+                                     ledger="\n".join(out), order=order,
                                      slots=", ".join(f"<q{k + 1}>" for k in range(asked)))
-    return _exact(prompt, ", ".join(str(stock[target, w]) for w in order), "list",
+    return _exact(prompt, ", ".join(str(stock[c]) for c in cells), "list",
                   decisive_facts=len(decisive), ledger_entries=len(lines))
 
 
@@ -300,7 +312,8 @@ ledger on.
 its original place. When several corrections fix the same field of the same entry, the one with the highest entry \
 number wins.
 8. VOID re #n means that entry #n has no effect at all; when #n is a CORRECTION, the entry it tried to fix stands \
-as it was before that correction. A PARKED entry has no effect until an APPROVAL re it; it then takes effect at \
+as it was before that correction; when #n is a CYCLE COUNT, the book quantity is never set to that count and runs \
+on from the entries before it (fixed as rule 7 says) as if the count had not been taken. A PARKED entry has no effect until an APPROVAL re it; it then takes effect at \
 the APPROVAL's place in the ledger, not at its own. A REJECTION re it means it never takes effect.
 
 Articles:
@@ -312,10 +325,11 @@ Opening sellable balances on 1 {month} {year}:
 Ledger:
 {ledger}
 
-Question: what is the closing sellable stock of SKU {target} at each of these warehouses at the end of {month}: \
-{order}?
+Question: what is the closing sellable stock at the end of {month} of each of these SKUs at each of these \
+warehouses?
+{order}
 Work through the ledger carefully. End your response with a final line `ANSWER: {slots}`: the closing quantities \
-as integers, comma-separated, in exactly the warehouse order of the question."""
+as integers, comma-separated, in exactly the order of the numbered list above."""
 
 
 # ---------------------------------------------------------------- per-diem circulars
@@ -362,14 +376,16 @@ def _pd_values(circulars, key, when, rules=frozenset()):
             continue
         if c["effective"] is None:
             continue
-        if c["effective"] > when and "future" not in rules:
+        effective = c["printed_effective"] if "errata" in rules or "date-errata" in rules else c["effective"]
+        if effective > when and "future" not in rules:
             continue
         for k, v in c["settings"]:
             if k != key:
                 continue
             if "errata" not in rules:
-                v = c["corrected"].get(k, v)
-            rank = (c["issue"],) if "issue-order" in rules else (c["effective"], c["issue"])
+                v = c["first_right"].get(k, c["corrected"].get(k, v)) if "erratum-chain" in rules else \
+                    c["corrected"].get(k, v)
+            rank = (c["issue"],) if "issue-order" in rules else (effective, c["issue"])
             if best is None or rank > best[0]:
                 best = (rank, v, c)
     return (best[1], best[2]) if best else (None, None)
@@ -382,7 +398,9 @@ def _price_trip(circulars, trip, rules=frozenset(), used=None):
         if used is not None and c is not None:
             used.add((c["no"], key))
             if key in c["corrected"] and "errata" not in rules:
-                used.add((c["erratum_no"][key], key))
+                used.update((no, key) for no in c["erratum_no"][key])
+            if c["effective"] != c["printed_effective"]:
+                used.add((c["date_erratum_no"], "effective"))
             strict = _pd_values(circulars, key, when, frozenset({"drafts", "withdrawn"}))[1]
             if strict is not None and strict is not c:
                 used.add((strict["no"], key))      # a draft or withdrawn circular that would otherwise have won
@@ -414,15 +432,18 @@ def _price_trip(circulars, trip, rules=frozenset(), used=None):
     return total * 100
 
 
-def per_diem_memos(rng: ItemRng, *, circulars: int = 60, nights: int = 12, trap_floor: int = 3) -> Generated:
+PD_TRAPS = ("drafts", "withdrawn", "errata", "future", "issue-order", "surcharge-exception", "date-errata",
+            "erratum-chain")
+
+
+def per_diem_memos(rng: ItemRng, *, circulars: int = 150, nights: int = 18, trap_floor: int = 5) -> Generated:
     """A travel claim priced under a year of circulars: bands, city rates, errata, drafts, a withdrawal, fairs."""
     while True:
         made = _per_diem_world(rng, circulars, nights)
         trip, docs = made
         used: set = set()
         cents = _price_trip(docs, trip, used=used)
-        naive = [_price_trip(docs, trip, frozenset({r})) for r in
-                 ("drafts", "withdrawn", "errata", "future", "issue-order", "surcharge-exception")]
+        naive = [_price_trip(docs, trip, frozenset({r})) for r in PD_TRAPS]
         if cents.denominator == 1 and sum(n != cents for n in naive) >= trap_floor:
             break
     answer = f"{cents.numerator // 100}.{cents.numerator % 100:02d}"
@@ -433,7 +454,7 @@ def per_diem_memos(rng: ItemRng, *, circulars: int = 60, nights: int = 12, trap_
 def _per_diem_world(rng: ItemRng, count: int, length: int):
     year = rng.randint(2025, 2030)
     cities = rng.sample(CITIES, 14)
-    legs = rng.randint(3, 4)
+    legs = rng.randint(4, 5)
     trip_cities = cities[:legs]
     start = dt.date(year, rng.randint(3, 10), rng.randint(2, 18))
     split = sorted(rng.sample(range(1, length), legs - 1))
@@ -451,7 +472,8 @@ def _per_diem_world(rng: ItemRng, count: int, length: int):
 
     def circular(issue, effective, settings, status="in force", subject="Travel rates"):
         docs.append({"issue": issue, "effective": effective, "settings": settings, "status": status,
-                     "withdrawn": False, "corrected": {}, "erratum_no": {}, "subject": subject, "kind": "rates"})
+                     "withdrawn": False, "corrected": {}, "erratum_no": {}, "subject": subject, "kind": "rates",
+                     "first_right": {}, "printed_effective": effective})
         return docs[-1]
 
     circular(jan1 - dt.timedelta(rng.randint(12, 30)), jan1, [(("band", c), rng.choice(BANDS)) for c in cities],
@@ -486,7 +508,7 @@ def _per_diem_world(rng: ItemRng, count: int, length: int):
             return ("deduction", rng.choice(MEALS)), 5 * rng.randint(3, 12)
         return ("surcharge",), rng.choice((15, 20, 25, 30, 40))
 
-    statuses = ["draft"] * 3 + ["in force"] * (count - 3)
+    statuses = ["draft"] * (count // 15) + ["in force"] * (count - count // 15)
     rng.shuffle(statuses)
     for n, status in enumerate(statuses):
         focus = rng.randint(1, 5) <= 3
@@ -527,18 +549,40 @@ def _per_diem_world(rng: ItemRng, count: int, length: int):
     used: set = set()
     _price_trip(docs, trip, used=used)
     winners = sorted({(n, key) for n, key in used if n > 1 and docs[n]["status"] == "in force"}, key=str)
-    withdrawn = docs[rng.choice(sorted({n for n, _ in winners}))] if winners else rng.choice(docs[2:])
-    withdrawn["withdrawn"] = True
+    hit = sorted({n for n, _ in winners})
+    gone = [docs[n] for n in rng.sample(hit, min(2, len(hit)))] or [rng.choice(docs[2:])]
+    for withdrawn in gone:
+        withdrawn["withdrawn"] = True
     extra = []
-    fixable = [(docs[n], key) for n, key in winners if docs[n] is not withdrawn and key[0] != "band"
+    fixable = [(docs[n], key) for n, key in winners if docs[n] not in gone and key[0] != "band"
                and dict(docs[n]["settings"])[key] != "none"]
-    for target, key in rng.sample(fixable, min(2, len(fixable))):
+
+    def changed(key, value, avoid=()):
+        while True:
+            right = value + (5 if key[0] == "lodging" else 4) * rng.choice([-6, -3, 3, 5, 8]) if key[0] not in (
+                "deduction", "surcharge") else value + 5 * rng.choice([-1, 1, 2])
+            if right not in avoid:
+                return right
+
+    for k, (target, key) in enumerate(rng.sample(fixable, min(5, len(fixable)))):
         value = dict(target["settings"])[key]
-        right = value + (5 if key[0] == "lodging" else 4) * rng.choice([-6, -3, 3, 5, 8]) if key[0] != "deduction" \
-            and key[0] != "surcharge" else value + 5 * rng.choice([-1, 1, 2])
+        right = changed(key, value)
         extra.append({"kind": "erratum", "of": target, "key": key, "printed": value, "right": right,
                       "issue": target["issue"] + dt.timedelta(rng.randint(5, 60))})
-    extra.append({"kind": "withdrawal", "of": withdrawn, "issue": withdrawn["issue"] + dt.timedelta(rng.randint(4, 50))})
+        if k < 2:                              # the erratum is itself corrected later
+            again = changed(key, value, (value, right))
+            extra.append({"kind": "erratum2", "of": extra[-1], "key": key, "printed": right, "right": again,
+                          "issue": extra[-1]["issue"] + dt.timedelta(rng.randint(5, 40))})
+    lucky = set(hit) | set(rng.sample(range(len(docs)), len(docs) // 3))
+    movable = [d for n, d in enumerate(docs) if n > 1 and d["status"] == "in force" and d not in gone
+               and start - dt.timedelta(20) <= d["effective"] <= end and n in lucky]
+    for target in rng.sample(movable, min(2, len(movable))):
+        shift = rng.choice([-9, -6, -4, -3, -2, 2, 3, 4, 6, 9])
+        target["effective"] = target["effective"] + dt.timedelta(shift)
+        extra.append({"kind": "date-erratum", "of": target, "issue": target["issue"] + dt.timedelta(rng.randint(5, 60))})
+    for withdrawn in gone:
+        extra.append({"kind": "withdrawal", "of": withdrawn,
+                      "issue": withdrawn["issue"] + dt.timedelta(rng.randint(4, 50))})
     for _ in range(5):
         extra.append({"kind": "topic", "topic": rng.choice(CIRCULAR_TOPICS),
                       "issue": jan1 + dt.timedelta(rng.randint(5, 330))})
@@ -558,6 +602,8 @@ def _per_diem_world(rng: ItemRng, count: int, length: int):
         e.setdefault("effective", None)
         e.setdefault("corrected", {})
         e.setdefault("erratum_no", {})
+        e.setdefault("first_right", {})
+        e.setdefault("printed_effective", None)
     docs = sorted(docs + extra, key=lambda d: d["issue"])
     for a, b in zip(docs, docs[1:]):
         b["issue"] = max(b["issue"], a["issue"] + dt.timedelta(1))
@@ -566,7 +612,15 @@ def _per_diem_world(rng: ItemRng, count: int, length: int):
     for e in extra:
         if e["kind"] == "erratum":
             e["of"]["corrected"][e["key"]] = e["right"]
-            e["of"]["erratum_no"][e["key"]] = e["no"]
+            e["of"]["erratum_no"][e["key"]] = [e["no"]]
+        elif e["kind"] == "date-erratum":
+            e["of"]["date_erratum_no"] = e["no"]
+    for e in extra:
+        if e["kind"] == "erratum2":
+            circular = e["of"]["of"]
+            circular["first_right"][e["key"]] = e["printed"]
+            circular["corrected"][e["key"]] = e["right"]
+            circular["erratum_no"][e["key"]].append(e["no"])
     return trip, docs
 
 
@@ -630,7 +684,7 @@ def _per_diem_prompt(rng: ItemRng, docs: list[dict], trip: dict) -> str:
     blocks = []
     for d in docs:
         head = f"CIRCULAR {d['no']}  |  issued {_day(d['issue'])}" + (
-            f"  |  effective {_day(d['effective'])}" if d["effective"] else "")
+            f"  |  effective {_day(d['printed_effective'])}" if d["effective"] else "")
         head += f"\nFrom: {rng.choice(TRAVEL_OFFICERS)}    To: all staff"
         kind = d.get("kind")
         if kind == "rates":
@@ -649,6 +703,19 @@ def _per_diem_prompt(rng: ItemRng, docs: list[dict], trip: dict) -> str:
                     f"In {of['no']}, the line '{_rate_line(d['key'], d['printed'])}' should read "
                     f"'{_rate_line(d['key'], d['right'])}' The corrected value applies from {of['no']}'s effective "
                     f"date; nothing else in {of['no']} changes."] + filler(1)
+        elif kind == "erratum2":
+            first, of = d["of"], d["of"]["of"]
+            body = [f"Subject: Correction to erratum {first['no']}",
+                    f"Erratum {first['no']} gave the wrong figure. In {of['no']}, the line "
+                    f"'{_rate_line(d['key'], first['printed'])}' should read '{_rate_line(d['key'], d['right'])}', "
+                    f"not '{_rate_line(d['key'], d['printed'])}' as {first['no']} said. The value applies from "
+                    f"{of['no']}'s effective date; nothing else changes."] + filler(1)
+        elif kind == "date-erratum":
+            of = d["of"]
+            body = [f"Subject: Erratum to {of['no']} (effective date)",
+                    f"{of['no']} was printed with the effective date {_day(of['printed_effective'])}; it should read "
+                    f"{_day(of['effective'])}. Every value {of['no']} sets (as corrected by any erratum) applies from "
+                    f"{_day(of['effective'])}; nothing else in {of['no']} changes."] + filler(1)
         elif kind == "withdrawal":
             body = [f"Subject: Withdrawal of {d['of']['no']}",
                     f"{d['of']['no']} is withdrawn in full and is to be treated as never issued; the values it set "
@@ -725,9 +792,9 @@ deduction percentage, the surcharge), the value set by the circular with the lat
 that date; between two circulars with the same effective date, the one issued later. A circular applies from its \
 effective date whenever it was issued. A city rate that a circular revokes is not in force from that circular's \
 effective date until a later-effective circular sets one again.
-6. Drafts, and circulars that have been withdrawn, are disregarded entirely. An erratum replaces the value printed \
-in the circular it names, as if that circular had been printed correctly; the erratum has no effective date of its \
-own.
+6. Drafts, and circulars that have been withdrawn, are disregarded entirely. An erratum replaces the value (or the \
+effective date) printed in the circular it names, as if that circular had been printed correctly; the erratum has \
+no effective date of its own. A later correction of an erratum replaces that erratum's figure in the same way.
 
 {circulars}
 
@@ -760,12 +827,12 @@ GROUPS = ["edge", "core", "batch"]
 REGIONS = ["eu", "us"]
 
 
-def config_rollbacks(rng: ItemRng, *, entries: int = 780, asked: int = 6) -> Generated:
-    """Effective production values of one key for several services at a moment inside a long layered change log."""
-    services = sorted(rng.sample(SERVICES, 12))
-    group = {s: GROUPS[k % 3] for k, s in enumerate(rng.sample(services, 12))}
-    region = {s: REGIONS[k % 2] for k, s in enumerate(rng.sample(services, 12))}
-    target = rng.choice(["timeout_ms", "max_connections", "pool_size", "cache_ttl_s", "queue_depth"])
+def config_rollbacks(rng: ItemRng, *, entries: int = 1900, asked: int = 10) -> Generated:
+    """Effective production values of two keys for several services at three moments of a long layered change log."""
+    services = sorted(rng.sample(SERVICES, 14))
+    group = {s: GROUPS[k % 3] for k, s in enumerate(rng.sample(services, len(services)))}
+    region = {s: REGIONS[k % 2] for k, s in enumerate(rng.sample(services, len(services)))}
+    targets = rng.sample(["timeout_ms", "max_connections", "pool_size", "cache_ttl_s", "queue_depth"], 2)
     keys = list(CONFIG_KEYS)
     scopes = ["global"] + [f"region:{r}" for r in REGIONS] + [f"group:{g}" for g in GROUPS] + \
         [f"service:{s}" for s in services]
@@ -778,22 +845,34 @@ def config_rollbacks(rng: ItemRng, *, entries: int = 780, asked: int = 6) -> Gen
                 odds = 5 if scope == "global" else 3 if scope.startswith(("region", "group")) else 2
                 if rng.randint(1, 5) <= odds:
                     state[env, scope, key] = rng.choice(CONFIG_KEYS[key])
-    baseline, initial_group = dict(state), dict(group)
+    baseline, initial_group, initial_region = dict(state), dict(group), dict(region)
     authors = [f"{rng.choice('abcdefghjkmnprstw')}.{name.lower()}" for name in rng.sample(SURNAMES, 8)]
     first = rng.randint(3000, 7000)
     lines: list[str] = []
     before: dict[str, tuple] = {}                     # cid -> (slot, previous value or None, previous provenance)
-    changes: list[tuple[str, str]] = []              # (cid, env) of plain SET/UNSET/ROLLBACK that took effect
-    checkpoints: dict[str, tuple[dict, dict]] = {}
+    changes: list[tuple[str, str]] = []              # (cid, env) of changes that took effect (rollback targets)
+    checkpoints: dict[str, tuple] = {}
     review: list[str] = []
     held: list[tuple] = []
-    freeze = None
+    freeze, last_thaw = None, 0
     second = 6 * 3600 + rng.randint(0, 1800)
     span = (22 * 3600 - second) // entries
-    stop = rng.randint(entries * 3 // 4, entries * 9 // 10)
-    answer, asked_at, decisive = None, None, 0
-    asked_services = rng.sample(services, asked)
-    errata_due = sorted(rng.sample(range(stop // 10, stop - 5), rng.randint(2, 3)))   # spread over the day
+    stops = sorted(rng.sample(range(entries * 11 // 20, entries * 19 // 20, 7), 3))
+    while stops[1] - stops[0] < entries // 12 or stops[2] - stops[1] < entries // 12:
+        stops = sorted(rng.sample(range(entries * 11 // 20, entries * 19 // 20, 7), 3))
+    grid = [(s, k, m) for s in services for k in targets for m in range(3)]
+    queries = rng.sample(grid, asked)
+    while {m for _, _, m in queries} != {0, 1, 2} or {k for _, k, _ in queries} != set(targets):
+        queries = rng.sample(grid, asked)
+    moments, answer, decisive = [None] * 3, {}, set()
+    # the review's findings fall on changes some way before each moment asked about, where they tend to show
+    errata_due = sorted(n for stop in stops for n in rng.sample(range(stop - entries // 10, stop - 3), 3))
+    rejects_due = sorted(n for stop in stops for n in rng.sample(range(stop - entries // 10, stop - 3), 2))
+
+    def bears(slot):
+        """A production slot of an asked key that an asked service reads through now (if nothing above it is set)."""
+        return slot[0] == "production" and any(k == slot[2] and slot[1] in (
+            f"service:{s}", f"group:{group[s]}", f"region:{region[s]}", "global") for s, k, _ in queries)
 
     def stamp(t):
         return f"{t // 3600:02d}:{t // 60 % 60:02d}:{t % 60:02d}"
@@ -820,33 +899,36 @@ def config_rollbacks(rng: ItemRng, *, entries: int = 780, asked: int = 6) -> Gen
         raise AssertionError("global always holds a value")
 
     for n in range(entries):
-        if n == stop:
-            asked_at = second + span // 4
-            found = [effective(s, target) for s in asked_services]
-            answer = [v for v, _ in found]
-            decisive = len(set().union(*(src for _, src in found)))
+        if n in stops:
+            m = stops.index(n)
+            moments[m] = second + span // 4
+            for q in queries:
+                if q[2] == m:
+                    answer[q], sources = effective(q[0], q[1])
+                    decisive |= sources
         second += rng.randint(span // 2, span * 3 // 2)
         cid = f"C-{first + n}"
         who = rng.choice(authors)
         reason = rng.choice(REASONS).format(n=rng.randint(1000, 9999))
         env = rng.weighted_choice(["production", "staging"], [7, 3])
         action = rng.weighted_choice(["set", "unset", "rollback", "chat", "restart", "move", "checkpoint", "restore",
-                                      "freeze"], [48, 10, 16, 14, 5, 1, 2, 1, 1])
-        key = target if rng.randint(1, 100) <= 45 else rng.choice(keys)
-        scope = rng.weighted_choice(scopes, [5, 3, 3, 4, 4, 4] + [2] * 12)
+                                      "freeze"], [46, 10, 18, 14, 5, 3, 2, 2, 1])
+        key = rng.choice(targets) if rng.randint(1, 100) <= 50 else rng.choice(keys)
+        scope = rng.weighted_choice(scopes, [5, 3, 3, 4, 4, 4] + [2] * len(services))
         failed = rng.randint(1, 12) == 1
         text, status, tail = "", "applied", f"{who}; {reason}"
         if action == "freeze":
-            if freeze is None and n < stop - 40:
-                freeze = cid
+            if freeze is None and n > last_thaw + entries // 10 and n < stops[2] - 40:
+                freeze = n
                 lines.append(f"{cid}  {stamp(second)}  production  {who:<12}  FREEZE production  declared; "
                              "production SET/UNSET are held until THAW")
-            elif freeze not in (None, "done") and n > int(freeze[2:]) - first + 15:
+            elif freeze is not None and n > freeze + 15:
                 lines.append(f"{cid}  {stamp(second)}  production  {who:<12}  THAW production  lifted; held "
                              "changes apply now, in log order")
                 for hcid, slot, value in held:
                     before[hcid] = (slot, *write(slot, value, {hcid, cid}, hcid))
-                held, freeze = [], "done"
+                    changes.append((hcid, "production"))
+                held, freeze, last_thaw = [], None, n
             else:
                 action = "chat"
         if action == "chat":
@@ -859,9 +941,14 @@ def config_rollbacks(rng: ItemRng, *, entries: int = 780, asked: int = 6) -> Gen
             continue
         if action == "move":
             svc = rng.choice(services)
-            new = rng.choice([g for g in GROUPS if g != group[svc]])
-            group[svc], member_prov[svc] = new, frozenset({cid})
-            lines.append(f"{cid}  {stamp(second)}  both        {who:<12}  MOVE service:{svc} to group:{new}  "
+            if rng.randint(1, 3) == 1:
+                new = next(r for r in REGIONS if r != region[svc])
+                region[svc], where = new, f"region:{new}"
+            else:
+                new = rng.choice([g for g in GROUPS if g != group[svc]])
+                group[svc], where = new, f"group:{new}"
+            member_prov[svc] = member_prov[svc] | {cid}
+            lines.append(f"{cid}  {stamp(second)}  both        {who:<12}  MOVE service:{svc} to {where}  "
                          f"applied; {reason}")
             continue
         if action == "checkpoint":
@@ -872,7 +959,7 @@ def config_rollbacks(rng: ItemRng, *, entries: int = 780, asked: int = 6) -> Gen
                          "every production setting at this moment")
             continue
         if action == "restore":
-            if not checkpoints or freeze not in (None, "done"):
+            if not checkpoints or freeze is not None:
                 action = "set"
             else:
                 name = rng.choice(list(checkpoints))
@@ -885,13 +972,13 @@ def config_rollbacks(rng: ItemRng, *, entries: int = 780, asked: int = 6) -> Gen
                     write(slot, values.get(slot), {cid, made} | sources.get(slot, frozenset()), cid)
                 continue
         if action == "rollback":
-            pool = [c for c, e in changes[-60:] if e == env]
+            pool = [c for c, e in changes[-400:] if e == env]
             if not pool:
                 action = "set"
             else:
                 undone = rng.choice(pool)
                 slot, value, sources = before[undone]
-                if env == "production" and freeze not in (None, "done"):
+                if env == "production" and freeze is not None:
                     failed = True          # rollbacks are not held: keep the freeze simple, they fail validation
                 text = f"ROLLBACK {undone}"
                 touches.setdefault(slot, set()).add(cid)
@@ -906,13 +993,19 @@ def config_rollbacks(rng: ItemRng, *, entries: int = 780, asked: int = 6) -> Gen
             shown = value
             touches.setdefault(slot, set()).add(cid)
             text = f"UNSET {scope} {key}" if value is None else f"SET {scope} {key} = {value}"
-            if env == "production" and freeze not in (None, "done") and not failed:
+            if env == "production" and freeze is not None and not failed:
                 held.append((cid, slot, value))
                 status = "HELD (freeze)"
             elif not failed:
                 sources = {cid}
-                if value is not None and env == "production" and key == target and errata_due \
-                        and errata_due[0] <= n < stop:
+                if bears(slot) and rejects_due and rejects_due[0] <= n < stops[2]:
+                    rejects_due.pop(0)       # logged as applied, but the review finds it was rejected
+                    review.append(f"- {cid} is logged as applied, but the deploy tool rejected it: treat {cid} as "
+                                  "FAILED (it changed nothing).")
+                    touches[slot].add(f"review-{cid}")
+                    lines.append(f"{cid}  {stamp(second)}  {env:<10}  {who:<12}  {text:<44}  {status}; {tail}")
+                    continue
+                if value is not None and bears(slot) and errata_due and errata_due[0] <= n < stops[2]:
                     errata_due.pop(0)
                     shown = rng.choice([v for v in CONFIG_KEYS[key] if v != value])
                     text = f"SET {scope} {key} = {shown}"
@@ -924,26 +1017,27 @@ def config_rollbacks(rng: ItemRng, *, entries: int = 780, asked: int = 6) -> Gen
         if failed:
             status = "FAILED (validation error, nothing applied)"
         lines.append(f"{cid}  {stamp(second)}  {env:<10}  {who:<12}  {text:<44}  {status}; {tail}")
-    if answer is None:
-        raise AssertionError("the moment asked about lies inside the log")
+    if None in moments:
+        raise AssertionError("the moments asked about lie inside the log")
     day = dt.date(2025, 1, 1) + dt.timedelta(rng.randint(0, 1000))
     snapshot = "\n".join(f"  {env:<10}  {scope:<18}  " + "  ".join(
         f"{key}={baseline[env, scope, key]}" for key in keys if (env, scope, key) in baseline)
         for env in ("production", "staging") for scope in scopes
         if any((env, scope, key) in baseline for key in keys))
-    catalogue = "\n".join(f"  {s:<10}  group:{initial_group[s]:<6}  region:{region[s]}" for s in services)
+    catalogue = "\n".join(f"  {s:<10}  group:{initial_group[s]:<6}  region:{initial_region[s]}" for s in services)
     corrected = {finding.split()[1] for finding in review}
-    plain = [line.split()[0] for line in lines[:stop] if "  SET " in line and "applied;" in line
+    plain = [line.split()[0] for line in lines[:stops[2]] if "  SET " in line and "applied;" in line
              and line.split()[0] not in corrected]
-    noise = [f"- {cid}: reviewed, the change behaved as logged." for cid in rng.sample(plain, 3)]
+    noise = [f"- {cid}: reviewed, the change behaved as logged." for cid in rng.sample(plain, 4)]
     noise.append(f"- The CHAT messages about {rng.choice(services)} were a false alarm from a stale dashboard.")
     findings = review + noise
     rng.shuffle(findings)
+    asked_text = "\n".join(f"  {k + 1}. {s}: {key} at {stamp(moments[m])}" for k, (s, key, m) in enumerate(queries))
     prompt = CONFIG_PROMPT.format(day=_day(day), catalogue=catalogue, snapshot=snapshot, log="\n".join(lines),
-                                  review="\n".join(findings), key=target, at=stamp(asked_at),
-                                  services=", ".join(asked_services),
+                                  review="\n".join(findings), asked=asked_text,
                                   slots=", ".join(f"<v{k + 1}>" for k in range(asked)))
-    return _exact(prompt, ", ".join(map(str, answer)), "list", decisive_facts=decisive, log_entries=entries)
+    return _exact(prompt, ", ".join(str(answer[q]) for q in queries), "list", decisive_facts=len(decisive),
+                  log_entries=entries, review_findings=len(review))
 
 
 CONFIG_PROMPT = """You are on call. Below are the service catalogue, the configuration baseline and the complete \
@@ -952,22 +1046,27 @@ and production are entirely separate.
 
 How the configuration system works (runbook RB-7, section 3):
 1. A service's effective value for a key is its service-level setting if one exists; otherwise the setting of the \
-group it belongs to at that moment; otherwise the setting of its region; otherwise the global setting.
+group it belongs to at that moment; otherwise the setting of the region it belongs to at that moment; otherwise \
+the global setting.
 2. SET creates or replaces the setting at that level; UNSET removes the setting at that level (the next level \
-down then shows through). MOVE puts a service into another group from that moment on, in both environments.
+down then shows through). MOVE puts a service into another group, or into another region, from that moment on, in \
+both environments; it changes no setting.
 3. ROLLBACK C-n restores, at the level and key that change C-n touched, exactly what was there immediately \
 before C-n took effect: the previous value, or no setting at all if C-n created it, or the removed setting if C-n \
 was an UNSET. A rollback is itself a change, so a ROLLBACK of a ROLLBACK restores what was there before that \
-rollback.
+rollback. A rollback undoes only that one level and key; it does not undo anything else done in between.
 4. CHECKPOINT saves the state of every production setting at that moment. RESTORE cp-k LEVEL resets every key at \
 that one level in production to its state at checkpoint cp-k (a key that had no setting there then has none \
 afterwards).
 5. FREEZE production starts a change freeze: production SET and UNSET entries logged during it are HELD and change \
-nothing until THAW production, when all held changes take effect at once, in log order, at the THAW's moment.
+nothing until the next THAW production, when all held changes take effect one after another, in log order, at the \
+THAW's moment (for a later ROLLBACK of a held change, "immediately before it took effect" means at the THAW, just \
+before that change was applied). A day can have several freezes.
 6. Entries marked FAILED changed nothing. CHAT and RESTART entries change no configuration.
-7. Entries take effect at the time shown; the log is in time order. The post-incident review corrects the log: \
-where a finding says what a change actually did, that replaces what the log line says, from that change's own \
-moment on.
+7. Entries take effect at the time shown; the log is in time order. The post-incident review corrects the log and \
+prevails over it: where a finding says what a change actually did (a different value, or nothing at all because it \
+was rejected), that replaces what the log line says, from that change's own moment on, including for any later \
+ROLLBACK that refers to it or to what it left behind.
 
 Service catalogue at 00:00 (group and region of each service):
 {catalogue}
@@ -981,10 +1080,11 @@ Change log:
 Post-incident review, findings about the log:
 {review}
 
-Question: at {at} that day, what was the effective production value of {key} for each of these services: \
-{services}?
-End your response with a final line `ANSWER: {slots}`: the integer values, comma-separated, in exactly the \
-service order of the question."""
+Question: what was the effective production value of each of these keys, for each service and at each moment \
+listed (times of that day)?
+{asked}
+End your response with a final line `ANSWER: {slots}`: the integer values, comma-separated, in exactly the order \
+of the numbered list above."""
 
 
 # ---------------------------------------------------------------- grant panel minutes, call and clarifications
@@ -1061,24 +1161,27 @@ CHAIR_LINES = ["Thank you. Any questions from the panel before we move on?", "Le
 
 def _grant_rank(props, rules, traps=frozenset()):
     """Funding order under the rules (the round's call as clarified); `traps` lists misreadings to imitate."""
-    applied = 0
     ranked = []
     for p in props:
         if p["withdrawn"] and "withdrawals" not in traps:
             continue
         scores = []
         for r, said in p["said"].items():
-            if r in p["struck"] and "strikes" not in traps:
+            struck = r in p["struck"] and (r not in p["reinstated"] or "reinstated" in traps)
+            if struck and "strikes" not in traps:
                 continue
-            value = p["true"][r] if r in p["true"] and "corrections" not in traps else said
-            if r == rules["calibrated"] and "calibration" not in traps:
-                if r in p["corrected"] and "exception" not in traps:
-                    pass
-                else:
-                    value = max(1, value - 1)
+            value = said
+            if r in p["true"] and "corrections" not in traps:
+                value = p["first"][r] if "second-correction" in traps else p["true"][r]
+            corrected = r in p["corrected"] and "exception" not in traps
+            if r == rules["calibrated"] and "calibration" not in traps and not corrected:
+                value = max(1, value - 1)
+            if r == rules["raised"] and "raised" not in traps and not corrected:
+                value = min(10, value + 1)
             scores.append(value)
         phd = p["phd"] if "phd-erratum" in traps else p["phd_true"]
-        since = rules["since_printed"] if "window" in traps else rules["since"]
+        since = rules["since_printed"] if "window" in traps else rules["since_first"] if "since-revision" in traps \
+            else rules["since"]
         active = p["award"] is not None and not (p["award"].startswith("BR-") and "bridging" not in traps)
         early = phd >= since and not active
         score = Fraction(sum(scores), len(scores)) + (rules["bonus"] if early else 0)
@@ -1088,8 +1191,10 @@ def _grant_rank(props, rules, traps=frozenset()):
     for negative, amount, _, p in sorted(ranked, key=lambda r: r[:3]):
         if -negative < rules["floor"] or amount > remaining:
             continue
-        exempt = p["theme"] == rules["theme"] and "theme" not in traps
-        if not exempt and by_dept.get(p["dept"], 0) + amount > rules["cap"]:
+        exempt = p["theme"] == rules["theme"] and "theme" not in traps and (
+            amount <= rules["theme_max"] or "theme-max" in traps)
+        cap = rules["cap"] if "dept-cap" in traps else rules["caps"].get(p["dept"], rules["cap"])
+        if not exempt and by_dept.get(p["dept"], 0) + amount > cap:
             continue
         funded.append(p["id"])
         remaining -= amount
@@ -1099,10 +1204,11 @@ def _grant_rank(props, rules, traps=frozenset()):
 
 
 GRANT_TRAPS = ("withdrawals", "strikes", "corrections", "calibration", "exception", "phd-erratum", "window",
-               "bridging", "trims", "theme")
+               "bridging", "trims", "theme", "reinstated", "second-correction", "raised", "since-revision",
+               "theme-max", "dept-cap")
 
 
-def grant_panel(rng: ItemRng, *, proposals: int = 44, trap_floor: int = 5) -> Generated:
+def grant_panel(rng: ItemRng, *, proposals: int = 130, trap_floor: int = 10) -> Generated:
     """Which proposals a fund's rules, as clarified during the round, select from a long panel meeting's minutes."""
     while True:
         world = _grant_world(rng, proposals)
@@ -1114,65 +1220,94 @@ def grant_panel(rng: ItemRng, *, proposals: int = 44, trap_floor: int = 5) -> Ge
             break
     applications = world["applications"] + sum(1 for t, n in zip(GRANT_TRAPS, naive) if n != answer)
     return _exact(_grant_prompt(rng, world), ", ".join(answer), "list", decisive_facts=applications,
-                  traps_biting=biting)
+                  traps_biting=biting, funded=len(answer))
 
 
 def _grant_world(rng: ItemRng, count: int) -> dict:
     year = rng.randint(2025, 2031)
-    names = rng.sample(SURNAMES, 7)
-    chair, panel = names[0], names[1:7]
+    names = rng.sample(SURNAMES, 8)
+    chair, panel = names[0], names[1:8]
     pis = rng.sample([f"{i}. {n}" for i in "ABCDEFGHJKLMNPRSTW" for n in SURNAMES if n not in names], count)
-    depts = rng.sample(DEPARTMENTS, 5)
+    depts = rng.sample(DEPARTMENTS, 6)
     window = rng.choice([5, 6, 7, 8])
     since_printed = year - window
-    since = since_printed + rng.choice([-2, -1, 1, 2])
+    since_first = since_printed + rng.choice([-2, -1, 1, 2])
+    since = rng.choice([y for y in range(since_printed - 3, since_printed + 4) if y not in (since_printed, since_first)])
+    calibrated, raised = rng.sample(panel, 2)
     rules = {"year": year, "bonus": rng.choice([Fraction(1, 2), Fraction(1)]),
-             "floor": rng.choice([Fraction(6), Fraction(13, 2)]), "since": since, "since_printed": since_printed,
-             "calibrated": rng.choice(panel), "theme": rng.choice(THEMES), "chair": chair, "panel": panel}
+             "floor": rng.choice([Fraction(6), Fraction(13, 2)]), "since": since, "since_first": since_first,
+             "since_printed": since_printed, "calibrated": calibrated, "raised": raised, "theme": rng.choice(THEMES),
+             "chair": chair, "panel": panel}
     numbers = rng.sample(range(100, 1000), count)
     props = []
     for n, number in enumerate(numbers):
         reviewers = rng.sample(panel, 3)
-        if rules["calibrated"] not in reviewers and rng.randint(1, 2) == 1:
-            reviewers[0] = rules["calibrated"]
+        for special in (calibrated, raised):
+            if special not in reviewers and rng.randint(1, 3) == 1:
+                reviewers[rng.choice([k for k in range(3) if reviewers[k] not in (calibrated, raised)])] = special
         said = {r: rng.randint(4, 10) for r in reviewers}
         ask = 5000 * rng.randint(8, 40)
         award = rng.choice([None] * 5 + [f"RA-{rng.randint(1000, 9999)}", f"BR-{rng.randint(1000, 9999)}"])
         phd = year - rng.randint(2, 14)
         props.append({"id": f"G-{number}", "no": number, "pi": pis[n], "dept": rng.choice(depts), "ask": ask,
                       "final": ask, "phd": phd, "phd_true": phd, "award": award, "said": said, "true": {},
-                      "corrected": set(), "struck": set(), "withdrawn": False, "project": CODENAMES[n],
+                      "first": {}, "corrected": set(), "struck": set(), "reinstated": set(), "withdrawn": False,
+                      "project": CODENAMES[n % len(CODENAMES)] + ("" if n < len(CODENAMES) else f"-{n // len(CODENAMES) + 1}"),
                       "theme": rng.choice(THEMES + [None] * 4), "trim": None, "revised": None})
     applications = 0
-    for p in rng.sample(props, 4):                       # amounts trimmed in the meeting
+    for p in rng.sample(props, count // 10):             # amounts trimmed in the meeting
         p["trim"] = p["final"] = max(20000, p["ask"] - 5000 * rng.randint(2, 8))
-    for p in rng.sample(props, 2):                       # and revised again after it, by the office memo
+    for p in rng.sample(props, count // 20):             # and revised after it, by the office memo
         p["revised"] = p["final"] = max(20000, p["final"] - 5000 * rng.randint(1, 4))
-    applications += 6
+    applications += count // 10 + count // 20
     late = []                                            # (slot after which it is said, text)
-    fixed = rng.sample(props, 7)
-    for p in fixed[:4]:                                  # corrections, some of them by the calibrated reviewer
-        r = rules["calibrated"] if rules["calibrated"] in p["said"] and rng.randint(1, 2) == 1 else \
-            rng.choice(list(p["said"]))
-        p["true"][r] = rng.choice([v for v in range(3, 11) if v != p["said"][r]])
+    n_fix, n_strike = count // 7, count // 14
+    fixed = rng.sample(props, n_fix + n_strike + 2)
+    for k, p in enumerate(fixed[:n_fix]):                # corrections, many by the reviewers whom a note adjusts
+        special = [r for r in (calibrated, raised) if r in p["said"]]
+        r = rng.choice(special) if special and rng.randint(1, 3) > 1 else rng.choice(list(p["said"]))
+        p["first"][r] = p["true"][r] = rng.choice([v for v in range(3, 11) if v != p["said"][r]])
         p["corrected"].add(r)
-        late.append((rng.randint(props.index(p), count), f"{r}: Correction for {p['id']}: I said {p['said'][r]} "
-                     f"earlier, but my sheet says {p['true'][r]}. Please use {p['true'][r]}.\nCHAIR: Noted."))
-    for p in fixed[4:6]:
+        at = rng.randint(props.index(p), count)
+        late.append((at, f"{r}: Correction for {p['id']}: I said {p['said'][r]} earlier, but my sheet says "
+                         f"{p['true'][r]}. Please use {p['true'][r]}.\nCHAIR: Noted."))
+        if k % 3 == 0:                                   # corrected again, later: the later correction wins
+            again = rng.choice([v for v in range(3, 11) if v not in (p["said"][r], p["first"][r])])
+            late.append((rng.randint(at, count), f"{r}: Sorry, {p['id']} once more: my correction was wrong too; "
+                         f"the right score is {again}, not {p['first'][r]}.\nCHAIR: Noted; {again} it is."))
+            p["true"][r] = again
+            applications += 1
+    for k, p in enumerate(fixed[n_fix:n_fix + n_strike]):
         r = rng.choice([x for x in p["said"] if x not in p["corrected"]])
         p["struck"].add(r)
-        late.append((rng.randint(props.index(p), count), f"{r}: I have to declare a conflict on {p['id']}: the PI "
-                     "co-authored my last paper. Please strike my score for it.\nCHAIR: Struck; that proposal is "
-                     "averaged over the remaining scores."))
-    fixed[6]["withdrawn"] = True
-    erratum = rng.choice([p for p in props if p not in fixed[:7]])
-    erratum["phd_true"] = erratum["phd"] + rng.choice([-4, -3, 3, 4, 5])
-    applications += 8 + sum(rules["calibrated"] in p["said"] for p in props)
-    applications += sum(p["award"] is not None for p in props) + sum(p["theme"] == rules["theme"] for p in props)
+        at = rng.randint(props.index(p), count)
+        late.append((at, f"{r}: I have to declare a conflict on {p['id']}: the PI co-authored my last paper. "
+                         "Please strike my score for it.\nCHAIR: Struck; that proposal is averaged over the remaining "
+                         "scores."))
+        if k % 3 == 0:                                   # a strike withdrawn: the score counts again
+            p["reinstated"].add(r)
+            late.append((rng.randint(at, count), f"{r}: About my conflict on {p['id']}: I have checked, and the "
+                         "co-author was a namesake, not this PI. I withdraw the declaration.\nCHAIR: Then your score "
+                         f"for {p['id']} is reinstated and counts as given."))
+            applications += 1
+    fixed[-2]["withdrawn"] = "meeting"
+    fixed[-1]["withdrawn"] = "memo"
+    pool = [p for p in props if p not in fixed]
+    errata = rng.sample([p for p in pool if p["award"] is None], 2)
+    for e in errata:                                     # an erratum that moves the PhD across the final cutoff
+        e["phd_true"] = since + rng.randint(0, 2) if e["phd"] < since else since - rng.randint(1, 3)
+    themed = sorted(p["final"] for p in props if p["theme"] == rules["theme"])
+    rules["theme_max"] = 5000 * round(statistics.median(themed or [100000]) / 5000)
+    applications += 2 * n_fix + 2 * n_strike + 4
+    applications += sum(calibrated in p["said"] or raised in p["said"] for p in props)
+    applications += sum(p["award"] is not None for p in props) + 2 * sum(p["theme"] == rules["theme"] for p in props)
     total = sum(p["final"] for p in props if not p["withdrawn"])
     rules["budget"] = 10000 * round(Fraction(rng.randint(24, 32), 100) * total / 10000)
-    rules["cap"] = 10000 * round(Fraction(rng.randint(24, 34), 100) * rules["budget"] / 10000)
-    return {"props": props, "rules": rules, "late": late, "erratum": erratum, "applications": applications}
+    rules["cap"] = 10000 * round(Fraction(rng.randint(19, 25), 100) * rules["budget"] / 10000)
+    hub = rng.choice(depts)
+    rules["caps"] = {hub: 10000 * round(rules["cap"] * Fraction(rng.randint(55, 75), 100) / 10000)}
+    return {"props": props, "rules": rules, "late": late, "errata": errata, "applications": applications,
+            "hub": hub}
 
 
 def _grant_prompt(rng: ItemRng, world: dict) -> str:
@@ -1183,19 +1318,22 @@ def _grant_prompt(rng: ItemRng, world: dict) -> str:
              f"{', '.join(panel)}; the fund office (secretary).",
              "CHAIR: Welcome. We take the proposals in the order of the agenda. Reviewers give their remarks and "
              "their score; the office applies the rules to the scores as they stand at the end of the meeting."]
-    aside = rng.sample(range(len(props)), 4)
+    aside = rng.sample(range(len(props)), 8)
+    by_slot: dict[int, list[str]] = {}
+    for when, text in late:
+        by_slot.setdefault(when, []).append(text)
     for slot, p in enumerate(props):
         theme = f", submitted under the strategic theme '{p['theme']}'" if p["theme"] else ""
         lines.append(f"\nCHAIR: Next, {p['id']}: Dr {p['pi']} ({p['dept']}, PhD {p['phd']}) asks for ${p['ask']:,} "
                      f"for project {p['project']}{theme}.")
         reports = "; ".join(f"external reviewer {k + 1} ({rng.choice(['UK', 'NL', 'CA', 'DE', 'AU', 'SE'])}) grades it "
                             f"'{rng.choice(['excellent', 'very good', 'good', 'fair'])}' and writes that "
-                            f"{' and '.join(rng.sample(EXTERNAL, 2))}" for k in range(rng.randint(2, 3)))
+                            f"{' and '.join(rng.sample(EXTERNAL, 2))}" for k in range(rng.randint(1, 2)))
         lines.append(f"SECRETARY: For the record, {reports}.")
         for r, s in p["said"].items():
-            remarks = " ".join(rng.sample(REMARKS, rng.randint(5, 8)))
+            remarks = " ".join(rng.sample(REMARKS, rng.randint(4, 6)))
             lines.append(f"{r}: {remarks} {rng.choice(SAYINGS).format(s=s)}")
-        for question, reply in rng.sample(DIALOGUE, rng.randint(2, 4)):
+        for question, reply in rng.sample(DIALOGUE, rng.randint(1, 3)):
             a, b = rng.sample(panel, 2)
             lines.append(f"{a}: {question}\n{b}: {reply}")
         lines.append(f"CHAIR: {rng.choice(CHAIR_LINES)} {rng.choice(FEEDBACK)}")
@@ -1209,51 +1347,70 @@ def _grant_prompt(rng: ItemRng, world: dict) -> str:
             kind = "bridging award" if p["award"].startswith("BR-") else "research award"
             lines.append(f"{r}: Note that Dr {p['pi']} currently holds an active {kind} from this fund, "
                          f"{p['award']}, running until {year + 1}.")
-        elif slot in aside[:2]:
+        elif slot in aside[:4]:
             lines.append(f"{r}: Dr {p['pi']} had an award from us in {year - 6}; it closed in {year - 4}.")
-        elif slot == aside[2]:
+        elif slot in aside[4:6]:
             lines.append(f"{r}: If they had added a data plan I would have gone to 10, but as it stands my score "
                          f"stays at {p['said'][r]}.\nCHAIR: Scores stand as given.")
-        elif slot == aside[3]:
+        elif slot in aside[6:]:
             lines.append(f"{r}: Could we fund this at half the amount?\nCHAIR: No; awards are all or nothing.")
-        lines += [text for when, text in late if when == slot]
+        lines += by_slot.get(slot, [])
     lines.append("\nCHAIR: Any other business before the office runs the ranking?")
-    lines += [text for when, text in late if when == len(props)]
-    gone = next(p for p in props if p["withdrawn"])
+    lines += by_slot.get(len(props), [])
+    gone = next(p for p in props if p["withdrawn"] == "meeting")
     lines.append(f"SECRETARY: The office tells me {gone['id']} was withdrawn by the applicant this morning.")
     lines.append("CHAIR: Then the office will apply the rules to the scores as they now stand. Thank you all.")
-    calibrated = rules["calibrated"]
+    calibrated, raised = rules["calibrated"], rules["raised"]
     notes = [
-        ("CN-1", f"Clause 4 is replaced by: 'The early-career bonus is added if the principal investigator's PhD was "
-                 f"awarded in {rules['since']} or later, unless the investigator currently holds an active award from "
-                 "this fund. The PhD year is the one in the minutes, as corrected by any erratum in the office memo.'"),
-        ("CN-2", f"Calibration. The calibration exercise found that Dr {calibrated} scores more generously than the "
-                 f"rest of the panel. Every score Dr {calibrated} gives in this round is lowered by 1 point (to no "
-                 f"less than 1) before averaging, except a score that Dr {calibrated} corrects during the meeting: a "
-                 "corrected score is final as corrected and is not lowered."),
-        ("CN-3", f"Strategic theme. A proposal submitted under the strategic theme '{rules['theme']}' is exempt from "
-                 "the department cap of clause 7: the cap does not limit it and its amount does not count towards "
-                 "its department's total. It still needs the score floor and the budget."),
-        ("CN-4", "Bridging awards. Wherever the rules of this round, as clarified by any note, mention an active "
-                 "award, a bridging award (reference starting BR-) does not count as one; a research award (reference "
-                 "starting RA-) does."),
+        ("since", f"Clause 4 is replaced by: 'The early-career bonus is added if the principal investigator's PhD was "
+                  f"awarded in {rules['since_first']} or later, unless the investigator currently holds an active "
+                  "award from this fund. The PhD year is the one in the minutes, as corrected by any erratum in the "
+                  "office memo.'"),
+        ("calibration", f"Calibration. The calibration exercise found that Dr {calibrated} scores more generously than "
+                        f"the rest of the panel and Dr {raised} more severely. Every score Dr {calibrated} gives in "
+                        f"this round is lowered by 1 point (to no less than 1), and every score Dr {raised} gives is "
+                        "raised by 1 point (to no more than 10), before averaging; except that a score its reviewer "
+                        "corrects during the meeting is final as corrected and is neither lowered nor raised."),
+        ("theme", f"Strategic theme. A proposal submitted under the strategic theme '{rules['theme']}' is exempt from "
+                  "the department cap of clause 7: the cap does not limit it and its amount does not count towards "
+                  "its department's total. It still needs the score floor and the budget."),
+        ("bridging", "Bridging awards. Wherever the rules of this round, as clarified by any note, mention an active "
+                     "award, a bridging award (reference starting BR-) does not count as one; a research award "
+                     "(reference starting RA-) does."),
+        ("hub", f"Department caps. {world['hub']} receives a separate allocation from the fund's hub programme this "
+                f"year: its department cap in this round is ${rules['caps'][world['hub']]:,} instead of the cap of "
+                "clause 7. Every other department keeps the clause 7 cap."),
     ]
     rng.shuffle(notes)
-    notes = [(f"CN-{k + 1}", text) for k, (_, text) in enumerate(notes)]
+    since_at = [k for k, (tag, _) in enumerate(notes) if tag == "since"][0]
+    theme_at = [k for k, (tag, _) in enumerate(notes) if tag == "theme"][0]
+    late_notes = [("since-revision", f"Early-career window. In note CN-{since_at + 1}, the year {rules['since_first']} "
+                                     f"is replaced by {rules['since']}; the rest of that note stands."),
+                  ("theme-max", f"Strategic theme, limit. The exemption in note CN-{theme_at + 1} applies only to a "
+                                f"themed proposal whose requested amount is at most ${rules['theme_max']:,}; a themed "
+                                "proposal asking more is subject to its department's cap and counts towards it like "
+                                "any other.")]
+    rng.shuffle(late_notes)
+    notes += late_notes
     clarifications = "\n\n".join(
-        f"CLARIFICATION NOTE {no}, issued {_day(dt.date(year, 2, 1) + dt.timedelta(20 * k + rng.randint(0, 15)))}\n"
-        f"{text}\nThis note prevails over the call where they differ." for k, (no, text) in enumerate(notes))
+        f"CLARIFICATION NOTE CN-{k + 1}, issued {_day(dt.date(year, 1, 20) + dt.timedelta(15 * k + rng.randint(0, 10)))}"
+        f"\n{text}\nThis note prevails over the call, and over earlier notes, where they differ."
+        for k, (_, text) in enumerate(notes))
     memo = [f"OFFICE MEMO after the meeting, {_day(dt.date(year, 6, 1) + dt.timedelta(rng.randint(0, 20)))}"]
     for p in props:
         if p["revised"] is not None:
             memo.append(f"- {p['id']}: following the meeting the applicant agreed a further reduction; the request is "
                         f"now ${p['revised']:,}.")
-    e = world["erratum"]
-    memo.append(f"- Erratum to the minutes: Dr {e['pi']}'s PhD ({e['id']}) was awarded in {e['phd_true']}, not "
-                f"{e['phd']} as minuted.")
+    for e in world["errata"]:
+        memo.append(f"- Erratum to the minutes: Dr {e['pi']}'s PhD ({e['id']}) was awarded in {e['phd_true']}, not "
+                    f"{e['phd']} as minuted.")
+    late_gone = next(p for p in props if p["withdrawn"] == "memo")
+    memo.append(f"- {late_gone['id']}: the applicant withdrew the proposal after the meeting; it is withdrawn.")
     memo.append(f"- Reminder: feedback letters go out in {rng.choice(MONTHS[6:])}; the panel's comments will be "
                 "edited for tone.")
-    rng.shuffle(memo[1:])
+    rest = memo[1:]
+    rng.shuffle(rest)
+    memo[1:] = rest
     return GRANT_PROMPT.format(year=year, bonus=bonus, since=rules["since_printed"], floor=f"{float(rules['floor']):g}",
                                budget=f"{rules['budget']:,}", cap=f"{rules['cap']:,}", clarifications=clarifications,
                                minutes="\n".join(lines), memo="\n".join(memo))
@@ -1265,15 +1422,19 @@ it. Apply the rules and work out which proposals are funded.
 
 CALL FOR PROPOSALS, {year} ROUND (the rules)
 1. A proposal's panel score is the mean of its reviewers' scores, leaving out any score struck for a conflict of \
-interest. If a reviewer corrects a score during the meeting, the corrected score is used. A panel member who says \
-they are not scoring a proposal gives it no score. External reviewers' grades are advisory and enter no score.
-2. Clarification notes issued during the round change these rules as they state and prevail over this call.
+interest (a declaration its reviewer later withdraws in the meeting no longer strikes the score). If a reviewer \
+corrects a score during the meeting, the corrected score is used; if they correct it more than once, the last \
+correction counts. A panel member who says they are not scoring a proposal gives it no score. External reviewers' \
+grades are advisory and enter no score.
+2. Clarification notes issued during the round change these rules as they state and prevail over this call; where \
+two notes differ, the later-issued one prevails.
 3. The requested amount is the latest amount agreed with the applicant, in the meeting or after it (office memo).
 4. Early-career bonus: add {bonus} to the panel score if the principal investigator's PhD was awarded in \
 {since} or later, unless the investigator currently holds an active award from this fund. The PhD year is the one \
 in the minutes, as corrected by any erratum in the office memo.
 5. Proposals are ranked by adjusted score (panel score plus any bonus), highest first; ties go to the smaller \
-requested amount, then to the lower proposal number. Withdrawn proposals are not ranked.
+requested amount, then to the lower proposal number. Withdrawn proposals (in the meeting or after it) are not \
+ranked.
 6. Going down the ranking, a proposal is funded at its full requested amount if (a) its adjusted score is at \
 least {floor}, (b) the amount fits within what remains of the ${budget} budget, and (c) its department's total \
 awards, including this one, would not exceed the department cap. Otherwise it is skipped and the next one is \
@@ -1303,7 +1464,8 @@ TERRITORY_GROUPS = {"Nordics": ["Norway", "Denmark", "Finland", "Iceland", "Swed
                     "Baltics": ["Estonia", "Latvia", "Lithuania"],
                     "Central Europe": ["Austria", "Hungary", "Poland", "Czechia", "Slovakia"]}
 SINGLE_TERRITORIES = ["Greece", "Ireland", "Chile", "Mexico", "Turkey", "Romania"]
-RIGHTS_TRAPS = ("signed", "notice", "future", "revival", "expiry", "schedule", "carve-out", "assignment")
+RIGHTS_TRAPS = ("signed", "notice", "future", "revival", "expiry", "schedule", "carve-out", "assignment",
+                "revocation", "regroup")
 BOILERPLATE = [
     "Definitions. 'Catalogue' means every feature film listed in the owner's catalogue schedule as updated from time "
     "to time; 'Gross receipts' means all sums received by the distributor from the exploitation of the catalogue.",
@@ -1352,41 +1514,75 @@ def _month(d: dt.date, months: int) -> dt.date:
     return dt.date(index // 12, index % 12 + 1, 1)
 
 
-def _rights_holder(docs, territory, today, rules=RIGHTS_TRAPS, used=None):
-    """Who holds a territory on `today`; `rules` lists the rules honoured (all of them for the key)."""
+def _rights_prep(docs, rules):
+    """What a reading under `rules` takes from the bundle once: binding documents and each country's grants."""
     binding = [d for d in docs if d["signed"] or "signed" not in rules]
-    agreements = {d["id"]: d for d in docs if d["kind"] == "agreement"}
+    revoked = {id(d["target"]): d for d in binding if d["kind"] == "revoke"} if "revocation" in rules else {}
+    binding = [d for d in binding if id(d) not in revoked]
     sched = next(d for d in docs if d["kind"] == "schedule")
     groups = sched["groups_true"] if "schedule" in rules else sched["groups_printed"]
+    move = next(d for d in docs if d["kind"] == "regroup")
+    after = {g: [t for t in ts if t != move["country"]] + ([move["country"]] if g == move["to"] else [])
+             for g, ts in groups.items()}
 
-    def covers(entries):
+    def covers(entries, when=None):
+        # a grant names a group as the schedule stands on its effective date (misread: as it stands today)
+        now = after if when is None or "regroup" not in rules or when >= move["eff"] else groups
         out = set()
         for name, excluded in entries:
-            members = groups.get(name, [name])
+            members = now.get(name, [name])
             out |= {t for t in members if t not in excluded or "carve-out" not in rules}
         return out
 
-    grants = []
-    for n, d in enumerate(binding):
-        if d["kind"] == "agreement" and territory in covers(d["terr"]):
-            grants.append((d["start"], d["index"], d["id"], d))
-        elif d["kind"] == "add" and territory in covers([(d["terr"], ())]):
-            grants.append((d["eff"], d["index"], d["of"], d))
+    by_country: dict[str, list] = {}
+    for d in binding:
+        if d["kind"] == "agreement":
+            for t in covers(d["terr"], d["start"]):
+                by_country.setdefault(t, []).append((d["start"], d["index"], d["id"], d))
+        elif d["kind"] == "add":
+            for t in covers([(d["terr"], ())]):
+                by_country.setdefault(t, []).append((d["eff"], d["index"], d["of"], d))
+    by_agreement: dict[str, list] = {}
+    for d in binding:
+        if isinstance(d.get("of"), str):
+            by_agreement.setdefault(d["of"], []).append(d)
+    return {"binding": binding, "revoked": revoked, "schedule": sched, "move": move, "groups": groups, "covers": covers, "by_country": by_country,
+            "by_agreement": by_agreement, "revocations": [d for d in docs if d["kind"] == "revoke"], "agreements": {d["id"]: d for d in docs if d["kind"] == "agreement"}}
+
+
+def _rights_holder(docs, territory, today, rules=RIGHTS_TRAPS, used=None, cache=None):
+    """Who holds a territory on `today`; `rules` lists the rules honoured (all of them for the key)."""
+    if cache is None:
+        cache = {}
+    if rules not in cache:
+        cache[rules] = _rights_prep(docs, rules)
+    prep = cache[rules]
+    binding, revoked, groups, covers = prep["binding"], prep["revoked"], prep["groups"], prep["covers"]
+    agreements = prep["agreements"]
+    sched = prep["schedule"]
+    grants = prep["by_country"].get(territory, [])
     grants = sorted((g for g in grants if g[0] <= today or "future" not in rules), key=lambda g: g[:2])
 
     def note(*docs_):
         if used is not None:
             used.update(x["index"] for x in docs_)
+            used.update(r["index"] for r in revocations if any(r["target"] is x for x in docs_))
+
+    revocations = prep["revocations"]
+    considered = {g[2] for g in grants}
+    for d in (r["target"] for r in revoked.values()):   # a revoked document that would otherwise bear on this country
+        if d["kind"] == "add" and territory in covers([(d["terr"], ())]) or d["kind"] in (
+                "extend", "terminate", "assign") and d["of"] in considered or d["kind"] == "remove" and d["of"] in \
+                considered and d["terr"] == territory:
+            note(d)
 
     def in_force(start, agreement):
-        extensions = [d for d in binding if d["kind"] == "extend" and d["of"] == agreement]
+        extensions = [d for d in prep["by_agreement"].get(agreement, []) if d["kind"] == "extend"]
         note(*extensions)
         end = extensions[-1]["end"] if extensions else agreements[agreement]["end"]   # the latest replacement
         if today > end and "expiry" in rules:
             return False
-        for d in binding:
-            if d.get("of") != agreement:
-                continue
+        for d in prep["by_agreement"].get(agreement, []):
             if d["kind"] == "remove" and d["terr"] == territory and start < d["eff"] <= today:
                 note(d)
                 return False
@@ -1401,11 +1597,14 @@ def _rights_holder(docs, territory, today, rules=RIGHTS_TRAPS, used=None):
     if any(len(name) > 0 and name in groups for g in grants for name, _ in
            (g[3]["terr"] if g[3]["kind"] == "agreement" else [(g[3]["terr"], ())])):
         note(sched, *[d for d in docs if d["kind"] == "schedule-erratum"])
+    if any(name in (prep["move"]["from"], prep["move"]["to"]) for g in grants if g[3]["kind"] == "agreement"
+           for name, _ in g[3]["terr"]):
+        note(prep["move"])
     for start, _, agreement, _ in reversed(grants):
         if in_force(start, agreement):
             holder = agreements[agreement]["dist"]
-            for d in binding:
-                if d["kind"] == "assign" and d["of"] == agreement and d["eff"] <= today and "assignment" in rules:
+            for d in prep["by_agreement"].get(agreement, []):
+                if d["kind"] == "assign" and d["eff"] <= today and "assignment" in rules:
                     holder = d["to"]
                     note(d)
             return holder
@@ -1414,25 +1613,33 @@ def _rights_holder(docs, territory, today, rules=RIGHTS_TRAPS, used=None):
     return "none"
 
 
-def distribution_rights(rng: ItemRng, *, agreements: int = 24, asked: int = 6, trap_floor: int = 4) -> Generated:
+def distribution_rights(rng: ItemRng, *, agreements: int = 80, asked: int = 10, trap_floor: int = 7) -> Generated:
     """Who holds each of several territories on a date, under a long bundle of agreements and later documents."""
+    countries = sorted({t for ts in TERRITORY_GROUPS.values() for t in ts} | set(SINGLE_TERRITORIES))
     while True:
         made = _rights_world(rng, agreements)
         if made is None:
             continue
         docs, today, owner = made
-        countries = sorted({t for ts in TERRITORY_GROUPS.values() for t in ts} | set(SINGLE_TERRITORIES))
-        covered = [t for t in countries if _rights_holder(docs, t, today, ("schedule", "carve-out")) != "none"]
-        if len(covered) < asked:
-            continue
-        chosen = rng.sample(covered, asked)
-        used: set = set()
-        answer = [_rights_holder(docs, t, today, used=used) for t in chosen]
-        naive = [[_rights_holder(docs, t, today, tuple(r for r in RIGHTS_TRAPS if r != trap)) for t in chosen]
-                 for trap in RIGHTS_TRAPS]
-        biting = sum(n != answer for n in naive)
-        if biting >= trap_floor and answer.count("none") <= 2 and _rights_clean(docs, today, countries):
+        cache: dict = {}
+        holders = {t: _rights_holder(docs, t, today, cache=cache) for t in countries}
+        bites = {t: {trap for trap in RIGHTS_TRAPS if _rights_holder(docs, t, today, tuple(
+            r for r in RIGHTS_TRAPS if r != trap), cache=cache) != holders[t]} for t in countries}
+        # the asked countries: first ones that make each rule matter, then the rest at random
+        pool, chosen, seen = rng.sample(countries, len(countries)), [], set()
+        for t in sorted(pool, key=lambda t: -len(bites[t])):
+            if bites[t] - seen and len(chosen) < asked:
+                chosen.append(t)
+                seen |= bites[t]
+        chosen += [t for t in pool if t not in chosen][:asked - len(chosen)]
+        rng.shuffle(chosen)
+        answer = [holders[t] for t in chosen]
+        biting = len(seen)
+        if biting >= trap_floor and answer.count("none") <= 3 and _rights_clean(docs, today, countries):
             break
+    used: set = set()
+    for t in chosen:
+        _rights_holder(docs, t, today, used=used, cache=cache)
     return _exact(_rights_prompt(rng, docs, owner, today, chosen), ", ".join(answer), "list",
                   decisive_facts=len(used), traps_biting=biting)
 
@@ -1452,7 +1659,7 @@ def _rights_clean(docs, today, countries) -> bool:
 
 
 def _rights_world(rng: ItemRng, count: int):
-    statements = count
+    statements = count // 2
     today = dt.date(rng.randint(2026, 2031), rng.randint(3, 11), rng.randint(8, 22))
     owner, dists = rng.choice(OWNERS), rng.sample(DISTRIBUTORS, 9)
     printed = {g: list(ts) for g, ts in TERRITORY_GROUPS.items()}
@@ -1464,6 +1671,11 @@ def _rights_world(rng: ItemRng, count: int):
                          "date": _month(today, -rng.randint(60, 72))}]
     docs.append({"kind": "schedule-erratum", "signed": True, "group": fixed_group, "country": moved,
                  "date": _month(today, -rng.randint(30, 50)) + dt.timedelta(rng.randint(0, 20))})
+    country, source = rng.choice([(t, g) for g, ts in true.items() for t in ts if t != moved])
+    eff = _month(today, -rng.randint(2, 7))
+    docs.append({"kind": "regroup", "signed": True, "country": country, "from": source, "eff": eff,
+                 "to": rng.choice([g for g in TERRITORY_GROUPS if g != source]),
+                 "date": eff - dt.timedelta(rng.randint(20, 60))})
     names = list(TERRITORY_GROUPS) + SINGLE_TERRITORIES
     made = []
 
@@ -1505,13 +1717,23 @@ def _rights_world(rng: ItemRng, count: int):
     for a in rng.sample(live, 2):
         amend("fee", a, fee=5000 * rng.randint(4, 30), eff=_month(today, -rng.randint(1, 9)))
     for a in rng.sample(live, max(2, count // 6)):
-        amend("assign", a, signed=rng.randint(1, 4) > 1, to=rng.choice([d for d in DISTRIBUTORS if d not in dists]),
-              eff=_month(today, -rng.randint(1, 14)) + dt.timedelta(rng.randint(0, 25)))
+        deed = amend("assign", a, signed=rng.randint(1, 4) > 1, by=a["dist"],
+                     to=rng.choice([d for d in DISTRIBUTORS if d not in dists]),
+                     eff=_month(today, -rng.randint(1, 14)) + dt.timedelta(rng.randint(0, 25)))
+        if deed["signed"] and rng.randint(1, 2) == 1:     # the assignee assigns the agreement on in its turn
+            onward = amend("assign", a, signed=rng.randint(1, 4) > 1, by=deed["to"],
+                           to=rng.choice([d for d in DISTRIBUTORS if d != deed["to"]]),
+                           eff=deed["eff"] + dt.timedelta(rng.randint(20, 250)))
+            onward["date"] = max(onward["date"], deed["date"] + dt.timedelta(5))
     for target, past in [(rng.choice(live), k == 0) for k in range(2 + count // 8)]:
         wait = rng.randint(target["notice"] + 5, target["notice"] + 120) if past else rng.randint(3, 25)
         given = max(target["date"] + dt.timedelta(20), today - dt.timedelta(wait))
         docs.append({"kind": "terminate", "of": target, "signed": True, "date": given, "given": given,
                      "stated": given + dt.timedelta(rng.randint(1, 20)), "by": rng.choice(["owner", "dist"])})
+    for target in rng.sample([d for d in docs if d["kind"] in ("add", "remove", "extend", "terminate")
+                              and d["signed"]], count // 5):
+        docs.append({"kind": "revoke", "target": target, "of": target["of"], "signed": rng.randint(1, 4) > 1,
+                     "date": min(target["date"] + dt.timedelta(rng.randint(10, 150)), today - dt.timedelta(2))})
     docs.append({"kind": "add", "of": rng.choice(live), "signed": False, "email": True,
                  "terr": rng.choice(SINGLE_TERRITORIES), "eff": _month(today, -rng.randint(1, 6)),
                  "date": today - dt.timedelta(rng.randint(60, 200))})
@@ -1539,8 +1761,16 @@ def _rights_world(rng: ItemRng, count: int):
                 d[k] += dt.timedelta(1)
             starts.add(d[k])
     docs.sort(key=lambda d: d["date"])
-    for a, b in zip(docs, docs[1:]):
-        b["date"] = max(b["date"], a["date"] + dt.timedelta(1))
+    last: dict[int, dt.date] = {}        # no two documents of one agreement share a date (they are cited by date)
+    for d in docs:
+        of = d if d["kind"] == "agreement" else d.get("of") if d["kind"] not in ("statement", "note") else None
+        if of is not None and not d.get("email"):
+            if id(of) in last and d["date"] <= last[id(of)]:
+                d["date"] = last[id(of)] + dt.timedelta(1)
+            last[id(of)] = d["date"]
+        if d["kind"] == "terminate":
+            d["given"] = d["date"]
+    docs.sort(key=lambda d: d["date"])
     if docs[-1]["date"] >= today:
         return None
     first = rng.randint(11, 80)
@@ -1574,6 +1804,13 @@ def _rights_prompt(rng: ItemRng, docs: list[dict], owner: str, today: dt.date, a
                           f"every distributor\n{d['country']} was omitted from the {d['group']} group by a clerical "
                           f"error. The schedule is to be read, from its issue, as if {d['country']} had always been "
                           f"listed in {d['group']}.")
+        elif kind == "regroup":
+            blocks.append(f"AMENDMENT TO THE SCHEDULE OF TERRITORY GROUPS, {_day(d['date'])}, agreed in writing with "
+                          f"every distributor\nWith effect from {_day(d['eff'])}, {d['country']} moves from the "
+                          f"{d['from']} group to the {d['to']} group. A grant naming a group covers the countries of "
+                          f"that group as the schedule stands on the grant's effective date: a grant that took effect "
+                          f"before {_day(d['eff'])} keeps the countries it covered, and a grant taking effect on or "
+                          f"after {_day(d['eff'])} follows the new grouping.")
         elif kind == "agreement":
             clauses = [f"1. Grant. {owner} grants {d['dist']} the exclusive right to distribute its catalogue in "
                        f"{terr_text(d['terr'])} from {_day(d['start'])} to {_day(d['end'])} inclusive.",
@@ -1585,7 +1822,7 @@ def _rights_prompt(rng: ItemRng, docs: list[dict], owner: str, today: dt.date, a
                        "4. Changes. This agreement can be changed only by an amendment signed by both parties; its "
                        "rights can be assigned only by a deed of assignment signed by both parties."]
             clauses += [f"{k + 5}. " + x.format(owner=owner, n=rng.randint(10, 90), m=rng.randint(20, 400))
-                        for k, x in enumerate(rng.sample(BOILERPLATE, 16))]
+                        for k, x in enumerate(rng.sample(BOILERPLATE, 10))]
             clauses.append(f"{len(clauses) + 1}. Law. This agreement is governed by the law of England and Wales.")
             blocks.append(f"DISTRIBUTION AGREEMENT {d['id']}, signed {_day(d['date'])} by {owner} and {d['dist']}\n"
                           + "\n".join(clauses))
@@ -1613,10 +1850,21 @@ def _rights_prompt(rng: ItemRng, docs: list[dict], owner: str, today: dt.date, a
                           f"{_day(d['stated'])}.\"")
         elif kind == "assign":
             status = "signed by both parties" if d["signed"] else "DRAFT, circulated for comment, not signed"
-            blocks.append(f"DEED OF ASSIGNMENT of {d['of']}, dated {_day(d['date'])}, {status}\n{dist[d['of']]} "
+            blocks.append(f"DEED OF ASSIGNMENT of {d['of']}, dated {_day(d['date'])}, {status}\n{d['by']} "
                           f"assigns all its rights and obligations under {d['of']} to {d['to']} with effect from "
-                          f"{_day(d['eff'])}. {d['to']} steps into {dist[d['of']]}'s place; every other term of "
+                          f"{_day(d['eff'])}. {d['to']} steps into {d['by']}'s place; every other term of "
                           f"{d['of']} is unchanged.")
+        elif kind == "revoke" and d["target"]["kind"] == "terminate":
+            status = "signed by both parties" if d["signed"] else "DRAFT, circulated for comment, not signed"
+            blocks.append(f"WITHDRAWAL OF NOTICE OF TERMINATION of {d['of']}, dated {_day(d['date'])}, {status}\n"
+                          f"The notice of termination of {d['of']} given on {_day(d['target']['given'])} is withdrawn "
+                          f"with the consent of both parties and is to be treated as never given; {d['of']} "
+                          "continues.")
+        elif kind == "revoke":
+            status = "signed by both parties" if d["signed"] else "DRAFT, circulated for comment, not signed"
+            blocks.append(f"AMENDMENT TO {d['of']} ({dist[d['of']]}), dated {_day(d['date'])}, {status}\nThe "
+                          f"amendment to {d['of']} dated {_day(d['target']['date'])} is revoked from the start: it is "
+                          "to be treated as never made, and its change never took effect.")
         else:
             status = "signed by both parties" if d["signed"] else "DRAFT, circulated for comment, not signed"
             change = {"extend": lambda: f"The end date in clause 1 is replaced by {_day(d['end'])}.",
@@ -1636,20 +1884,25 @@ documents about the distribution rights to its catalogue, in date order.
 
 General terms (they govern every document in the bundle):
 1. Rights change only through signed agreements, amendments signed by both parties, deeds of assignment signed \
-by both parties, notices of termination and the schedule of territory groups with its erratum. Nothing else \
-changes them: not drafts, emails or letters.
+by both parties, notices of termination, withdrawals of notices signed by both parties and the schedule of \
+territory groups with its erratum. Nothing else changes them: not drafts, emails or letters.
 2. A grant runs from its effective date (an agreement's start date, or the effective date of an amendment adding \
 a territory) to the agreement's end date inclusive, as replaced by any signed amendment, unless the territory is \
 removed from that agreement or the agreement terminates first.
-3. A grant naming a territory group covers every country of that group in the schedule (as corrected), except \
-the countries it expressly excludes. A grant of a country, directly or through a group, ends every earlier grant \
+3. A grant naming a territory group covers every country of that group in the schedule (as corrected, and as it \
+stands on the grant's effective date), except the countries it expressly excludes. A grant of a country, directly or through a group, ends every earlier grant \
 of that same country, to anyone, on the new grant's effective date, permanently: an earlier grant does not revive \
 when the later one ends.
 4. A terminated agreement ends on the later of the date stated in the notice and the end of the notice period \
 of its clause 3, counted from the day the notice was given.
 5. From the effective date of a signed deed of assignment, the assignee holds every right of the agreement in \
-place of the original distributor, for as long as the agreement grants it.
-6. A territory can have no distributor at all.
+place of the assignor (the original distributor, or the assignee of an earlier deed), for as long as the agreement \
+grants it.
+6. A signed amendment that revokes an earlier amendment, or a signed withdrawal of a notice of termination, makes \
+that earlier document count as never made, from the start: a territory it added was never granted under it (so \
+that grant never ended any earlier grant), a removal or a replaced end date it made never happened, a notice it \
+withdraws never terminated anything. A draft revocation or withdrawal changes nothing.
+7. A territory can have no distributor at all.
 
 {documents}
 
