@@ -72,135 +72,175 @@ def run(program, mem):
 '''
 
 
-def _vm_pass(program: list, mem: list[int], pc: int) -> tuple[int, int]:
-    """Execute from pc through the next LOOP or HALT exclusive of LOOP's effect; return (that pc, steps taken)."""
-    stack, steps = [], 0
-    while True:
-        op, arg = program[pc]
-        steps += 1
-        if op in ("LOOP", "HALT"):
-            return pc, steps
-        pc += 1
-        if op == "PUSH":
-            stack.append(arg)
-        elif op == "LOAD":
-            stack.append(mem[arg])
-        elif op == "STORE":
-            mem[arg] = stack.pop()
-        elif op == "OVER":
-            stack.append(stack[-2])
-        elif op == "ADD":
-            stack.append(stack.pop() + stack.pop())
-        elif op == "MUL":
-            stack.append(stack.pop() * stack.pop())
-        elif op == "SUB":
-            top = stack.pop()
-            stack.append(top - stack.pop())
-        elif op == "MOD":
-            stack.append(stack.pop() % arg)
-        elif op == "SKIP":
-            if stack.pop() % 2 == 1:
-                pc += arg
-        elif op == "JUMP":
-            pc = arg
-        else:
-            raise ValueError(f"unknown instruction {op}")
+def _sm_expr(rng: ItemRng, d: int, leader: int | None, m: int) -> tuple[list, str]:
+    """Code pushing an expression of mem[d] (and, for a follower, of its leader's cell), and the same in Python."""
+    k, c = rng.choice([k for k in range(2, 10) if math.gcd(k, m) == 1]), rng.randint(1, 19)
+    if leader is None:
+        shape = rng.choice([0, 1, 2, 3, 4, 5, 5, 5])
+        code, text = [
+            ([("LOAD", d), ("PUSH", k), ("MUL", None), ("PUSH", c), ("ADD", None)], f"{k} * m[{d}] + {c}"),
+            ([("LOAD", d), ("PUSH", k), ("MUL", None), ("PUSH", c), ("SUB", None)], f"{c} - {k} * m[{d}]"),
+            ([("LOAD", d), ("LOAD", d), ("MUL", None), ("PUSH", c), ("ADD", None)], f"m[{d}] * m[{d}] + {c}"),
+            ([("LOAD", d), ("PUSH", c), ("OVER", None), ("ADD", None), ("MUL", None)], f"m[{d}] * (m[{d}] + {c})"),
+            ([("PUSH", c), ("LOAD", d), ("PUSH", k), ("MUL", None), ("SUB", None)], f"{k} * m[{d}] - {c}"),
+            ([("PUSH", c), ("LOAD", d), ("ADD", None)], f"m[{d}] + {c}"),
+        ][shape]
+    else:
+        x = leader
+        shape = rng.randint(0, 3)
+        code, text = [
+            ([("LOAD", d), ("PUSH", k), ("MUL", None), ("LOAD", x), ("ADD", None), ("PUSH", c), ("ADD", None)],
+             f"{k} * m[{d}] + m[{x}] + {c}"),
+            ([("LOAD", x), ("LOAD", d), ("MUL", None), ("PUSH", c), ("ADD", None)], f"m[{x}] * m[{d}] + {c}"),
+            ([("LOAD", d), ("PUSH", k), ("MUL", None), ("LOAD", x), ("SUB", None)], f"m[{x}] - {k} * m[{d}]"),
+            ([("LOAD", d), ("LOAD", x), ("OVER", None), ("MUL", None), ("ADD", None), ("PUSH", c), ("ADD", None)],
+             f"m[{d}] + m[{x}] * m[{d}] + {c}"),
+        ][shape]
+    return code, text
 
 
-def _sm_assign(rng: ItemRng, d: int, cells: list[int], moduli: dict[int, int]) -> list:
-    """mem[d] = (an expression of mem[d] and other state cells) % moduli[d], in one of five shapes."""
-    m = moduli[d]
-    others = [c for c in cells if c != d]
-    s, t = rng.choice(others), rng.choice(cells)
-    k = rng.choice([k for k in range(2, 10) if math.gcd(k, m) == 1])
-    c = rng.randint(1, 19)
-    shape = rng.randint(0, 4)
-    if shape == 0:    # k*d + s + c
-        code = [("LOAD", d), ("PUSH", k), ("MUL", None), ("LOAD", s), ("ADD", None), ("PUSH", c), ("ADD", None)]
-    elif shape == 1:  # s - k*d, as SUB takes the top minus the item below it
-        code = [("LOAD", d), ("PUSH", k), ("MUL", None), ("LOAD", s), ("SUB", None)]
-    elif shape == 2:  # d + d*t + c, through OVER
-        code = [("LOAD", d), ("LOAD", t), ("OVER", None), ("MUL", None), ("ADD", None), ("PUSH", c), ("ADD", None)]
-    elif shape == 3:  # d - s*t
-        code = [("LOAD", s), ("LOAD", t), ("MUL", None), ("LOAD", d), ("SUB", None)]
-    else:             # c - s*t
-        code = [("LOAD", s), ("LOAD", t), ("MUL", None), ("PUSH", c), ("SUB", None)]
-    return code + [("MOD", m), ("STORE", d)]
+def _sm_assign(rng: ItemRng, d: int, moduli: dict[int, int], leader: int | None) -> tuple[list, list[str]]:
+    """mem[d] = (an expression of mem[d], and of its leader's cell for a follower) % moduli[d]."""
+    code, text = _sm_expr(rng, d, leader, moduli[d])
+    return code + [("MOD", moduli[d]), ("STORE", d)], [f"m[{d}] = ({text}) % {moduli[d]}"]
 
 
-def _sm_accumulate(rng: ItemRng, a: int, cells: list[int]) -> list:
-    """mem[a] += k * mem[s], or mem[a] += 1."""
-    if rng.randint(0, 2) == 0:
-        return [("LOAD", a), ("PUSH", 1), ("ADD", None), ("STORE", a)]
-    s, k = rng.choice(cells), rng.randint(1, 7)
+def _sm_accumulate(rng: ItemRng, a: int, group: list[int]) -> tuple[list, list[str]]:
+    """mem[a] += 1, += k * mem[s] or += mem[s] * mem[t], reading cells of one group only."""
+    kind = rng.randint(0, 3)
+    if kind == 0:
+        return [("LOAD", a), ("PUSH", 1), ("ADD", None), ("STORE", a)], [f"m[{a}] += 1"]
+    s, t = rng.choice(group), rng.choice(group)
+    if kind == 1:
+        return ([("LOAD", s), ("LOAD", t), ("MUL", None), ("LOAD", a), ("ADD", None), ("STORE", a)],
+                [f"m[{a}] += m[{s}] * m[{t}]"])
+    k = rng.randint(1, 7)
     scaled = [] if k == 1 else [("PUSH", k), ("MUL", None)]
-    return [("LOAD", s)] + scaled + [("LOAD", a), ("ADD", None), ("STORE", a)]
+    return [("LOAD", s)] + scaled + [("LOAD", a), ("ADD", None), ("STORE", a)], [f"m[{a}] += {k} * m[{s}]"]
 
 
-def _sm_program(rng: ItemRng, cells: list[int], moduli: dict[int, int], accs: list[int]) -> list:
-    """A loop body (one update per state cell, a two-way conditional, an accumulation), LOOP back to 0, HALT."""
-    blocks = [_sm_assign(rng, d, cells, moduli) for d in cells]
-    s, c = rng.choice(cells), rng.randint(0, 9)
-    d = rng.choice([x for x in cells if x != s])
-    then = _sm_assign(rng, d, cells, moduli)  # runs when mem[s] + c is even
-    other = _sm_accumulate(rng, accs[0], cells) if rng.randint(0, 1) else _sm_assign(rng, d, cells, moduli)
-    blocks.insert(rng.randint(0, len(blocks)),
-                  [("LOAD", s), ("PUSH", c), ("ADD", None), ("SKIP", len(then) + 1)] + then + [("JUMP", "end")]
-                  + other + [("END", None)])
-    blocks.insert(rng.randint(0, len(blocks)), _sm_accumulate(rng, accs[1], cells))
+def _sm_branch(rng: ItemRng, s: int, then: tuple, other: tuple | None) -> tuple[list, list[str]]:
+    """Run `then` when mem[s] + c is even (SKIP jumps over it on odd), else `other` (or nothing)."""
+    c = rng.randint(0, 9)
+    test = [("LOAD", s), ("PUSH", c), ("ADD", None)]
+    then_code, then_py = then
+    if other is None:
+        code = test + [("SKIP", len(then_code))] + then_code
+        py = [f"if (m[{s}] + {c}) % 2 == 0:"] + ["    " + line for line in then_py] + [
+            f"    steps += {len(then_code)}"]
+    else:
+        other_code, other_py = other
+        code = test + [("SKIP", len(then_code) + 1)] + then_code + [("JUMP", "end")] + other_code + [("END", None)]
+        py = ([f"if (m[{s}] + {c}) % 2 == 0:"] + ["    " + line for line in then_py]
+              + [f"    steps += {len(then_code) + 1}", "else:"] + ["    " + line for line in other_py]
+              + [f"    steps += {len(other_code)}"])
+    return code, py, 4  # the test and the SKIP always run
+
+
+def _sm_program(rng: ItemRng, groups: list[list[int]], moduli: dict[int, int], accs: list[int]):
+    """A loop body over independent groups of cells (a group: a lone cell, or a leader and a follower reading it):
+    one update per cell, two conditionals and two accumulations, each reading a single group, shuffled together;
+    LOOP back to 0, HALT. Returns the listing and the pass as Python (for the generator's fast solver)."""
+    leader_of = {cell: (group[0] if i else None) for group in groups for i, cell in enumerate(group)}
+    blocks = []
+    for group in groups:
+        for cell in group:
+            code, py = _sm_assign(rng, cell, moduli, leader_of[cell])
+            blocks.append((code, py, len(code)))
+    group = rng.choice(groups)  # a piecewise update: which of two maps a cell takes depends on a parity
+    s, d = rng.choice(group), rng.choice(group)
+    then = _sm_assign(rng, d, moduli, leader_of[d])
+    other = _sm_accumulate(rng, accs[0], group) if rng.randint(0, 1) else _sm_assign(rng, d, moduli, leader_of[d])
+    blocks.insert(rng.randint(0, len(blocks)), _sm_branch(rng, s, then, other))
+    group = rng.choice(groups)
+    blocks.insert(rng.randint(0, len(blocks)), _sm_branch(rng, rng.choice(group),
+                                                          _sm_accumulate(rng, accs[1], group), None))
+    blocks.insert(rng.randint(0, len(blocks)), (*(a := _sm_accumulate(rng, accs[0], rng.choice(groups))),
+                                                len(a[0])))
     program: list = []
-    for block in blocks:
-        end = len(program) + len(block) - 1  # where the END marker stands, once dropped: the next block's start
-        program += [(op, end if arg == "end" else arg) for op, arg in block if op != "END"]
-    return program + [("LOOP", 0), ("HALT", None)]
+    py = ["def one_pass(m):", "    steps = 1"]  # the LOOP's step
+    for code, lines, fixed in blocks:
+        end = len(program) + len(code) - 1  # where the END marker stands, once dropped: the next block's start
+        program += [(op, end if arg == "end" else arg) for op, arg in code if op != "END"]
+        py += ["    " + line for line in lines] + [f"    steps += {fixed}"]
+    py.append("    return steps")
+    namespace: dict = {}
+    exec(compile("\n".join(py) + "\n", "<pass>", "exec"), namespace)
+    return program + [("LOOP", 0), ("HALT", None)], namespace["one_pass"]
 
 
-def _sm_solve(program: list, mem: list[int], state_cells: list[int]) -> tuple[list[int], int, int, int]:
-    """Run the loop pass by pass until its state cells repeat, then extrapolate to cell 0's count of passes.
+def _sm_cycle(states: list[tuple]) -> tuple[int, int] | None:
+    """Tail and period of a sequence that repeats once its state does (None: no repeat seen)."""
+    seen: dict[tuple, int] = {}
+    for i, state in enumerate(states):
+        if state in seen:
+            return seen[state], i - seen[state]
+        seen[state] = i
+    return None
 
-    Accumulator cells never feed back into the state cells or the branches, so each pass's effect on them and its
-    step count are functions of the state at its start. Returns the final memory, the steps run() returns, and the
-    tail and period of the state sequence."""
+
+def _sm_solve(one_pass, mem: list[int], bounded: list[int], limit: int):
+    """Run the loop pass by pass until the bounded cells repeat jointly (at most `limit` passes), then extrapolate
+    to cell 0's count of passes. Accumulator cells never feed back, so each pass's effect on them and its step
+    count are functions of the bounded cells at its start. Returns the final memory, the steps run() returns, the
+    joint tail and period, and the memory at every pass start (None when no repeat came within the limit)."""
     passes = mem[0]
     seen: dict[tuple, int] = {}
-    before, steps = [], []  # memory at the start of pass i, steps of pass i (its LOOP included)
+    before, steps = [], []
     current = list(mem)
     while True:
-        state = tuple(current[c] for c in state_cells)
-        if state in seen or len(before) == passes:
+        state = tuple(current[c] for c in bounded)
+        if state in seen:
             break
+        if len(before) == limit:
+            return None
         seen[state] = len(before)
         before.append(list(current))
-        steps.append(_vm_pass(program, current, 0)[1])
+        steps.append(one_pass(current))
         current[0] -= 1
     before.append(current)
     done = len(before) - 1
-    if done == passes:  # no repeat before the loop ended: the plain trace
-        final, total, tail, period = current, sum(steps), done, 0
-    else:
-        tail = seen[state]
-        period = done - tail
-        cycles, rest = divmod(passes - tail, period)
-        final = list(before[tail + rest])
-        for c in range(1, len(mem)):
-            if c not in state_cells:
-                gain = lambda i, j: before[j][c] - before[i][c]  # noqa: E731
-                final[c] = before[0][c] + gain(0, tail) + cycles * gain(tail, done) + gain(tail, tail + rest)
-        total = sum(steps[:tail]) + cycles * sum(steps[tail:]) + sum(steps[tail:tail + rest])
+    tail = seen[state]
+    period = done - tail
+    cycles, rest = divmod(passes - tail, period)
+    final = list(before[tail + rest])
+    for c in range(1, len(mem)):
+        if c not in bounded:
+            final[c] = before[tail + rest][c] + cycles * (before[done][c] - before[tail][c])
+    total = sum(steps[:tail]) + cycles * sum(steps[tail:]) + sum(steps[tail:tail + rest])
     final[0] = 0
-    return final, total + 1, tail, period  # + 1: the HALT
+    return final, total + 1, tail, period, before  # + 1: the HALT
 
 
-def stack_machine(rng: ItemRng, *, cells: int = 3, max_modulus: int = 13, loop_log10: int = 10) -> Generated:
-    """A counted loop over a few state cells kept small by MOD, with accumulators, run for 10^loop_log10 passes:
-    its output needs the cycle of the state cells, found by reasoning, not the trace."""
-    state_cells = list(range(1, cells + 1))
+def stack_machine(rng: ItemRng, *, cells: int = 5, max_modulus: int = 23, loop_log10: int = 10) -> Generated:
+    """A counted loop over cells kept small by MOD, in independent groups whose code is shuffled together, with
+    accumulators, run for 10^loop_log10 passes: the cells' joint cycle runs to thousands of passes, so the output
+    needs the groups found in the bytecode and each group's own short cycle, not the joint trace."""
+    bounded = list(range(1, cells + 1))
     accs = [cells + 1, cells + 2]
-    moduli = {d: rng.randint(5, max_modulus) for d in state_cells}
-    program = _sm_program(rng, state_cells, moduli, accs)
-    passes = rng.randint(10 ** (loop_log10 - 1), 10 ** loop_log10)
-    mem = [passes] + [rng.randint(0, moduli[d] - 1) for d in state_cells] + [0, 0]
-    final, steps, tail, period = _sm_solve(program, mem, state_cells)
+    for attempt in range(2000):  # redraw until the joint cycle is far longer than the groups' own cycles together
+        order = rng.sample(bounded, cells)
+        groups = [order[:2]] + [[c] for c in order[2:]]  # a leader and its follower, then lone cells
+        moduli = {d: rng.randint(max_modulus // 2, max_modulus) for d in bounded}
+        program, one_pass = _sm_program(rng, groups, moduli, accs)
+        passes = rng.randint(10 ** (loop_log10 - 1), 10 ** loop_log10)
+        mem = [passes] + [rng.randint(0, moduli[d] - 1) for d in bounded] + [0, 0]
+        trial, starts = list(mem), []
+        for _ in range(6 * max_modulus):  # each group's own tail and cycle, from the first passes
+            starts.append(tuple(trial[c] for c in bounded))
+            one_pass(trial)
+        own = [_sm_cycle([tuple(s[bounded.index(c)] for c in group) for s in starts]) for group in groups]
+        if None in own:
+            continue
+        group_states = sum(t + p for t, p in own)
+        joint = max(t for t, _ in own) + math.lcm(*(p for _, p in own))
+        if not 1000 <= joint <= 10000:
+            continue
+        final, steps, tail, period, _ = _sm_solve(one_pass, mem, bounded, 10000)
+        assert tail + period == joint
+        break
+    else:
+        raise ValueError(f"no joint cycle of 1000 to 4000 passes with moduli up to {max_modulus}")
     listing = "PROGRAM = [\n" + "".join(
         f"    {(op, arg)!r},{' ' * (16 - len(repr((op, arg))))}# {i}\n" for i, (op, arg) in enumerate(program)) + "]\n"
     source = (VM_SOURCE + "\n\n" + listing + f"mem = {mem!r}\nsteps = run(PROGRAM, mem)\nprint(steps)\n"
@@ -208,8 +248,8 @@ def stack_machine(rng: ItemRng, *, cells: int = 3, max_modulus: int = 13, loop_l
     intro = ("Here is a small stack-machine interpreter, a program for it and a script that runs it. The "
              "interpreter's comments and code define every instruction exactly.")
     return _trace_item(intro, source, "What does this script print?", [steps] + final[1:],
-                       {"states": tail + period, "tail": tail, "period": period,
-                        "trace_log10": round(math.log10(steps), 2)})
+                       {"states": group_states, "joint_states": tail + period, "attempts": attempt + 1, "tail": tail, "period": period,
+                        "instructions": len(program), "trace_log10": round(math.log10(steps), 2)})
 
 
 # ---------------------------------------------------------------- mutual recursion with memos, far too deep to trace
