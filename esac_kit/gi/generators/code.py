@@ -308,8 +308,8 @@ def _mr_unmemoised_log10(shapes: dict, top: int) -> float:
     return round(math.log10(count["f"][top] + count["g"][top]), 1)
 
 
-def _mr_reach(shapes: dict, top: int) -> int:
-    """How many (function, argument) pairs f(top) and then g(top) reach, each evaluated once thanks to the memos."""
+def _mr_reach(shapes: dict, top: int) -> set[tuple[str, int]]:
+    """The (function, argument) pairs f(top) and then g(top) reach, each evaluated once thanks to the memos."""
     reached, stack = set(), [("f", top), ("g", top)]
     while stack:
         name, n = stack.pop()
@@ -320,35 +320,51 @@ def _mr_reach(shapes: dict, top: int) -> int:
             shape = shapes[name]
             stack += [(callee, n - back) for callee, back in
                       (shape["then"] if n % shape["q"] == shape["r"] else shape["other"])]
-    return len(reached)
+    return reached
 
 
-def memo_recursion(rng: ItemRng, *, modulus: int = 9, argument: int = 6000) -> Generated:
+def _mr_reach_period(reached: set, top: int, low: int) -> int:
+    """The period of the reached pattern (which of f(n) and g(n) are reached) from n = low up to near top."""
+    pattern = [(("f", n) in reached, ("g", n) in reached) for n in range(low, top - 40)]
+    for period in range(1, 61):
+        if all(pattern[i] == pattern[i + period] for i in range(len(pattern) - period)):
+            return period
+    return 0
+
+
+def memo_recursion(rng: ItemRng, *, modulus: int = 13, argument: int = 6000) -> Generated:
     """Two mutually recursive memoised functions evaluated at an argument in the thousands: the values need the
-    period of the sequences, and the call count needs which arguments the recursion reaches."""
+    period of the sequences, the call count needs which arguments the recursion reaches, and the sums of the
+    memo tables need both at once."""
     while True:  # redraw until the recursion skips a share of the arguments, so the call count needs its reach
         mf, mg = rng.sample(range(max(3, modulus - 5), modulus + 1), 2)
         f_source, f_shape = _mr_function(rng, "f", "F", mf)
         g_source, g_shape = _mr_function(rng, "g", "G", mg)
         top = rng.randint(argument // 2, argument)
-        reach = _mr_reach({"f": f_shape, "g": g_shape}, top)
-        if reach <= 0.95 * (2 * top + 2):
+        reached = _mr_reach({"f": f_shape, "g": g_shape}, top)
+        if len(reached) <= 0.95 * (2 * top + 2):
             break
     definitions = ("import sys\n\nsys.setrecursionlimit(100_000)\nF, G = {}, {}\ncalls = 0\n\n\n"
                    + f_source + "\n\n" + g_source)
-    source = definitions + f"\n\nprint(f({top}))\nprint(g({top}))\nprint(calls)\n"
+    source = definitions + (f"\n\nprint(f({top}))\nprint(g({top}))\nprint(calls)\nprint(sum(F.values()))\n"
+                            "print(sum(G.values()))\n")
     # The values come from the shown functions called in increasing n (every call shallow, so the kit's recursion
-    # limit is left alone); the call count is the reach, as memoised calls each run a body once.
+    # limit is left alone); the call count is the reach, as memoised calls each run a body once, and the memos hold
+    # exactly the reached arguments' values.
     ascending: dict = {}
     exec(compile(definitions.replace("sys.setrecursionlimit(100_000)\n", ""), "<generated>", "exec"), ascending)
     f, g = ascending["f"], ascending["g"]
     tail, period = _mr_cycle(f, g, math.lcm(f_shape["phase"], g_shape["phase"]), top)
     for n in range(top + 1):
         f(n), g(n)
-    return _trace_item("Read this Python 3.11 program.", source, "What does it print?", [f(top), g(top), reach],
-                       {"states": tail + period, "tail": tail, "period": period,
+    sums = [sum((f, g)[name == "g"](n) for name, n in reached if name == which) for which in ("f", "g")]
+    reach_period = _mr_reach_period(reached, top, 3)
+    return _trace_item("Read this Python 3.11 program.", source, "What does it print?",
+                       [f(top), g(top), len(reached)] + sums,
+                       {"states": tail + period, "tail": tail, "period": period, "reach_period": reach_period,
+                        "sum_period": math.lcm(period, reach_period) if reach_period else 0,
                         "unmemoised_calls_log10": _mr_unmemoised_log10({"f": f_shape, "g": g_shape}, top),
-                        "reached_share": round(reach / (2 * top + 2), 3)})
+                        "reached_share": round(len(reached) / (2 * top + 2), 3)})
 
 
 # ---------------------------------------------------------------- aliasing: shared lists through many routes
