@@ -95,7 +95,7 @@ def test_every_measure_lies_in_the_declared_band(instances, item_id):
 DRIVERS = {
     "code-stack-machine": (code.stack_machine, {"max_modulus": 19}, {"max_modulus": 41}, "states"),
     "code-memo-recursion": (code.memo_recursion, {"modulus": 9}, {"modulus": 20}, "states"),
-    "code-alias-mutation": (code.alias_mutation, {"gadgets": 5}, {"gadgets": 11}, "line_events"),
+    "code-alias-mutation": (code.alias_mutation, {"gadgets": 10}, {"gadgets": 22}, "line_events"),
     "code-exception-flow": (code.exception_flow, {"parts": 3}, {"parts": 5}, "line_events"),
     "code-parking-charges": (code.parking_charges, {"sessions": 4}, {"sessions": 10}, "paths"),
 }
@@ -144,6 +144,12 @@ NAIVE_READINGS = {
         (re.compile(r"( +)(\w+) \+= \[v\]\n"), r"\1\2.extend([v])\n", 1.0),                # += as a global
         (re.compile(r"for v in (.+):\n    if v > (\d):\n        \1\.remove\(v\)"),
          r"for v in \1[:]:\n    if v > \2:\n        \1.remove(v)", 0.7),                      # no skipped elements
+        (re.compile(r"for i, v in enumerate\((.+)\):\n    if i < (\d):\n        \1\.insert"),
+         r"for i, v in enumerate(\1[:]):\n    if i < \2:\n        \1.insert", 0.9),           # no item met twice
+        (re.compile(r"(\S+)\[0\], \1\[\1\[0\] % len\(\1\)\] = (\d), (\d)"),
+         r"_at = \1[0] % len(\1)\n\1[0], \1[_at] = \2, \3", 0.5),                            # targets at once
+        (re.compile(r"^every = \[(.*)\]$", re.M),
+         r"every = [\1]\nevery = [v[:] for v in every]", 0.9),                                  # every list its own
     ],
     "code-exception-flow": [
         (re.compile(r"if x % (\d) == 0:\n            return x \+ (\d+)"), r"if x % \1 == 0:\n            pass", 0.9),
@@ -169,7 +175,8 @@ def test_every_exception_piece_and_alias_route_occurs(instances):
     alias = "\n".join(program(g.prompt) for g in instances["code-alias-mutation"])
     for marker in ("into=[]", "] * ", "xs += [n]", "dict.fromkeys", "lambda x: x * k", "next(", "[:] = ", ".remove(v)",
                    "except TypeError", "items = []", "seen=", "list(", ".setdefault(", "zip(", "nonlocal items",
-                   "except UnboundLocalError"):
+                   "except UnboundLocalError", "] = [len(", "], *", "['k'] += [", ".insert(0, v + i)",
+                   "xs.append(v - 1)", "for ", ":= v * 2", "del ", " *= 2", "[0] % len("):
         assert marker in alias, marker
     flow = "\n".join(program(g.prompt) for g in instances["code-exception-flow"])
     for marker in ("finally:\n        if x %", "def __exit__", ".throw(ValueError)", "continue", "from err",
@@ -540,7 +547,10 @@ def test_fairness_each_instance_is_within_reach_of_careful_reasoning(instances):
       steps group by group with one division each;
     - recursion: iterate two small recurrences for at most 160 terms until the state repeats, count the reach from
       the branches' pattern over n modulo 6 at most, and sum the reached values over the same tail and cycle;
-    - aliasing and exceptions: programs of at most 90 lines whose traces stay within 650 line events;
+    - aliasing: a program of at most 160 lines whose trace stays within 280 line events, each route one documented
+      Python rule, and a closing count of distinct lists over at most 25 names;
+    - exceptions: a program of at most 170 lines whose trace stays within 1,400 line events, most of them the
+      repetitions of short loops over at most 26 values;
     - tariff: a specification under 4,000 tokens whose every rule is stated with its constants, and two examples."""
     for generated in instances["code-stack-machine"]:
         _, listing, mem = read_machine(generated.prompt)
@@ -548,8 +558,10 @@ def test_fairness_each_instance_is_within_reach_of_careful_reasoning(instances):
     for generated in instances["code-memo-recursion"]:
         assert generated.difficulty["states"] <= 160
         assert all(int(q) <= 4 for q in re.findall(r"n % (\d+)", program(generated.prompt)))
-    for item_id in ("code-alias-mutation", "code-exception-flow"):
-        for generated in instances[item_id]:
-            assert program(generated.prompt).count("\n") <= 90 and generated.difficulty["line_events"] <= 650
+    for generated in instances["code-alias-mutation"]:
+        assert program(generated.prompt).count("\n") <= 160 and generated.difficulty["line_events"] <= 280
+        assert generated.difficulty["names"] <= 25
+    for generated in instances["code-exception-flow"]:
+        assert program(generated.prompt).count("\n") <= 170 and generated.difficulty["line_events"] <= 1400
     for generated in instances["code-parking-charges"]:
         assert len(generated.prompt) <= 16_000

@@ -371,7 +371,10 @@ def memo_recursion(rng: ItemRng, *, modulus: int = 13, argument: int = 6000) -> 
 
 _NAMES = ["acc", "bag", "pool", "keep", "tally", "log", "buf", "stash", "heap", "row", "lot", "crate", "deck",
           "pile", "sack", "tray", "rack", "hod", "cart", "jar", "box", "cup", "vat", "tub", "kit", "net", "pod",
-          "urn", "case", "drum", "tank", "well", "nest", "hold", "shelf", "chest", "bowl", "pan", "pot", "tin", "sink"]
+          "urn", "case", "drum", "tank", "well", "nest", "hold", "shelf", "chest", "bowl", "pan", "pot", "tin", "sink",
+          "bin", "can", "jug", "mug", "sac", "vial", "flask", "crib", "loft", "bay", "dock", "pen", "coop", "barn",
+          "silo", "vault", "safe", "till", "purse", "wallet", "folder", "sheaf", "stack", "queue", "ring", "chain",
+          "band", "roll", "reel", "spool", "bunch", "batch", "clump", "heap2", "store", "depot"]
 
 
 class _Alias:
@@ -578,9 +581,101 @@ def _alias_unbound(p: _Alias) -> None:
            "        return -v", "", f"{src}.append({fn}({p.small()}))", f"print({fn}({p.small()}) + sum({src}))")
 
 
+def _alias_chained(p: _Alias) -> None:
+    """A chained assignment binds both names to one list; += extends it in place, + makes a new one."""
+    (src,) = p.pick()
+    x, y = p.fresh(), p.fresh()
+    p.emit(f"{x} = {y} = {src}", f"{x} += [{p.small()}]", f"{y} = {y} + [{p.small()}]",
+           f"{x}[len({x}):] = [len({y})]")
+    p.lists += [x, y]
+    p.show(src, y)
+
+
+def _alias_targets(p: _Alias) -> None:
+    """The right side is evaluated first, then the targets are assigned left to right, so a later subscript target
+    sees the item an earlier target just stored."""
+    (src,) = p.pick()
+    a, b = p.small(), p.small()
+    p.emit(f"{src} += [{p.small()}, {p.small()}]", f"{src}[0], {src}[{src}[0] % len({src})] = {a}, {b}")
+    p.show(src)
+
+
+def _alias_unpack(p: _Alias) -> None:
+    """Starred unpacking builds a new list; slice assignment splices it back into the original."""
+    (src,) = p.pick()
+    head, rest = p.fresh(), p.fresh()
+    p.emit(f"{head}, *{rest} = {src} + [{p.small()}]", f"{rest}.append({head})", f"{src}[1:2] = {rest}")
+    p.lists.append(rest)
+    p.show(src, rest)
+
+
+def _alias_dict_iadd(p: _Alias) -> None:
+    """+= on a dict's list value extends that list in place (and stores it back); a shallow dict copy shares it."""
+    (src,) = p.pick()
+    d, e = p.fresh(), p.fresh()
+    p.emit(f"{d} = {{'k': {src}}}", f"{d}['k'] += [{p.small()}]", f"{e} = dict({d})", f"{e}['k'].append({p.small()})",
+           f"{e}['k'] = {e}['k'] + [{p.small()}]", f"print(sum({d}['k']) * 10 + len({e}['k']) + len({src}))")
+    p.lists.append(f"{e}['k']")
+
+
+def _alias_insert(p: _Alias) -> None:
+    """Inserting at the front while a for loop walks the list makes the loop meet the same item again."""
+    (src,) = p.pick()
+    seen, k = p.fresh(), p.rng.randint(2, 3)
+    p.emit(f"{src}.append({p.small()})", f"{seen} = []", f"for i, v in enumerate({src}):", f"    if i < {k}:",
+           f"        {src}.insert(0, v + i)", f"    {seen}.append(v)")
+    p.lists.append(seen)
+    p.show(seen, src)
+
+
+def _alias_walk(p: _Alias) -> None:
+    """A generator that appends to the list it walks: the for loop inside it meets the appended items too."""
+    (src,) = p.pick()
+    fn = "walk_" + p.fresh()
+    p.emit(f"def {fn}(xs):", "    for v in xs:", "        if v % 2 == 1:", "            xs.append(v - 1)",
+           "        yield v", "", f"print(sum({fn}({src})) + len({src}))")
+
+
+def _alias_for_target(p: _Alias) -> None:
+    """A for loop may assign to any target, here an item of a list: the item keeps the last value."""
+    (src,) = p.pick()
+    p.emit(f"{src}.append(0)", f"for {src}[-1] in range({p.small()}, {p.rng.randint(10, 14)}):", "    pass")
+    p.show(src)
+
+
+def _alias_walrus(p: _Alias) -> None:
+    """The walrus in a comprehension binds the name in the enclosing scope; the loop variable stays local to it."""
+    (src,) = p.pick()
+    last, ys = p.fresh(), p.fresh()
+    v0 = p.rng.randint(20, 40)
+    p.emit(f"v = {v0}", f"{ys} = [({last} := v * 2) for v in {src} if v % 2 == 0]",
+           f"print(v + len({ys}) * 10 + ({last} if {ys} else 0))")
+    p.lists.append(ys)
+
+
+def _alias_del_slice(p: _Alias) -> None:
+    """del on an extended slice of an alias removes items from the shared list; a copy taken before keeps them."""
+    (src,) = p.pick()
+    alias, before = p.fresh(), p.fresh()
+    p.emit(f"{alias}, {before} = {src}, {src}[:]", f"del {alias}[::2]", f"{src}[:0] = [len({before})]")
+    p.lists += [alias, before]
+    p.show(src, before)
+
+
+def _alias_imul(p: _Alias) -> None:
+    """*= repeats a list in place, so every alias sees it; * makes a new list."""
+    a, b = p.pick(2)
+    same = p.fresh()
+    p.emit(f"{same} = {a}", f"{same} *= 2", f"{b} = {b} * 2")
+    p.lists.append(same)
+    p.show(a, b)
+
+
 _ALIAS_GADGETS = [_alias_rows, _alias_grow, _alias_fromkeys, _alias_lambdas, _alias_generator, _alias_slices,
                   _alias_remove, _alias_tuple, _alias_class, _alias_default_time, _alias_nested, _alias_setdefault,
-                  _alias_nested_generator, _alias_zip, _alias_closures, _alias_unbound]
+                  _alias_nested_generator, _alias_zip, _alias_closures, _alias_unbound, _alias_chained,
+                  _alias_targets, _alias_unpack, _alias_dict_iadd, _alias_insert, _alias_walk, _alias_for_target,
+                  _alias_walrus, _alias_del_slice, _alias_imul]
 
 
 def _traced(source: str) -> tuple[list[int], dict]:
@@ -609,24 +704,33 @@ def _traced(source: str) -> tuple[list[int], dict]:
     return printed, counts
 
 
-def alias_mutation(rng: ItemRng, *, gadgets: int = 8) -> Generated:
+def alias_mutation(rng: ItemRng, *, gadgets: int = 16) -> Generated:
     """Lists shared through a mutable default and then reached by `gadgets` further routes, each picking up lists
-    that earlier routes bound, so the routes' interactions decide every print."""
-    p = _Alias(rng)
-    for _ in range(2):
-        name = p.fresh()
-        p.emit(f"{name} = [{', '.join(str(rng.randint(0, 9)) for _ in range(rng.randint(2, 4)))}]")
-        p.lists.append(name)
-    p.emit("")
-    _alias_default(p)
-    for gadget in rng.sample(_ALIAS_GADGETS, min(gadgets, len(_ALIAS_GADGETS))) + [
-            rng.choice(_ALIAS_GADGETS) for _ in range(gadgets - len(_ALIAS_GADGETS))]:
+    that earlier routes bound, so the routes' interactions decide every print; the last two prints ask how many
+    distinct lists all the names bound along the way refer to and what they hold in all."""
+    while True:  # redraw the rare program that raises (a route met a list another route emptied)
+        p = _Alias(rng)
+        for _ in range(2):
+            name = p.fresh()
+            p.emit(f"{name} = [{', '.join(str(rng.randint(0, 9)) for _ in range(rng.randint(2, 4)))}]")
+            p.lists.append(name)
         p.emit("")
-        gadget(p)
-    source = "\n".join(p.lines).replace("\n\n    ", "\n    ") + "\n"
-    printed, counts = _traced(source)
+        _alias_default(p)
+        for gadget in rng.sample(_ALIAS_GADGETS, min(gadgets, len(_ALIAS_GADGETS))) + [
+                rng.choice(_ALIAS_GADGETS) for _ in range(gadgets - len(_ALIAS_GADGETS))]:
+            p.emit("")
+            gadget(p)
+        names = ", ".join(dict.fromkeys(p.lists))
+        p.emit("", f"every = [{names}]", "print(len({id(v) for v in every}))", "print(sum(map(sum, every)))")
+        source = "\n".join(p.lines).replace("\n\n    ", "\n    ") + "\n"
+        try:
+            printed, counts = _traced(source)
+        except Exception:  # noqa: BLE001 - our own program; a raising one is redrawn
+            continue
+        break
     return _trace_item("Read this Python 3.11 program.", source, "What does it print?", printed,
-                       {"line_events": counts["lines"], "lines": source.count("\n")})
+                       {"line_events": counts["lines"], "lines": source.count("\n"),
+                        "distinct_lists": printed[-2], "names": len(dict.fromkeys(p.lists))})
 
 
 # ---------------------------------------------------------------- exceptions: handlers, finally, managers, generators
