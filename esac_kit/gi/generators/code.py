@@ -777,7 +777,7 @@ def _flow_gate(p: _Flow) -> None:
     p.emit("", "", f"class {cls}:", "    def __init__(self):", "        self.opened = 0", "",
            "    def __enter__(self):", "        self.opened += 1", "        return self", "",
            "    def __exit__(self, kind, value, tb):", "        log.append(self.opened)",
-           f"        return kind is KeyError and self.opened % {p.rng.randint(2, 3)} != 0", "", "",
+           f"        return kind is KeyError and self.opened % {5 - a} != 0", "", "",  # not a's: some suppressed
            f"{gate}, {total} = {cls}(), 0", f"for x in {p.span()}:", "    try:", f"        with {gate}:",
            f"            if x % {a} == 0:", "                raise KeyError(x)", f"            if x % {b} == 0:",
            "                raise IndexError(x)", f"            {total} += x",
@@ -834,7 +834,7 @@ def _flow_unbound(p: _Flow) -> None:
     """The name bound by `except ... as` is deleted when its handler ends."""
     name = p.fresh("err")
     v = p.rng.randint(2, 9)
-    p.emit("", "", f"{name} = {v}", "try:", f"    log.append(log[{p.rng.randint(30, 60)}])",
+    p.emit("", "", f"{name} = {v}", "try:", f"    log.append(log[{p.rng.randint(1000, 1999)}])",
            f"except IndexError as {name}:",
            "    log.append(len(log))", "try:", f"    log.append({name} * 2)", "except NameError:",
            f"    log.append(-{v})", "print(sum(log))")
@@ -857,11 +857,81 @@ def _flow_nested_with(p: _Flow) -> None:
            f"        {total} += err.args[0] * (10 if isinstance(err, KeyError) else -1)", f"print({total} + len(log))")
 
 
+def _flow_groups(p: _Flow) -> None:
+    """except* splits an ExceptionGroup: every matching clause runs once on its part, the unmatched rest is raised
+    on as a group; a naked exception is matched as if wrapped, and propagates naked when nothing matches it."""
+    fn, total = p.fresh("burst"), p.fresh("total")
+    a, b, c = p.rng.sample([2, 3, 4, 5, 7], 3)
+    k = p.rng.randint(2, 9)
+    p.emit("", "", f"def {fn}(x):", "    errors = []", f"    if x % {a} == 0:", "        errors.append(ValueError(x))",
+           f"    if x % {b} == 0:", "        errors.append(KeyError(x))", f"    if x % {c} == 0:",
+           "        errors.append(TypeError(x))", "    if len(errors) > 1:",
+           "        raise ExceptionGroup('burst', errors)", "    if errors:", "        raise errors[0]", "    return x",
+           "", "", f"{total} = 0", f"for x in {p.span()}:", "    try:", "        try:", f"            {total} += {fn}(x)",
+           "        except* ValueError as group:", f"            {total} -= len(group.exceptions)",
+           "            log.append(x)", "        except* KeyError:", f"            {total} += {k}",
+           "    except Exception as err:", f"        {total} += 100 if isinstance(err, ExceptionGroup) else 1",
+           f"print({total} + len(log))")
+
+
+def _flow_relay(p: _Flow) -> None:
+    """yield from hands each send to a subgenerator and evaluates to its return value; the outer generator's own
+    return value arrives as StopIteration.value."""
+    sub, relay, r, out = p.fresh("sub"), p.fresh("relay"), p.fresh("r"), p.fresh("out")
+    l1, l2 = p.rng.randint(4, 9), p.rng.randint(10, 16)
+    p.emit("", "", f"def {sub}(limit):", "    total = 0", "    while True:", "        v = yield total",
+           "        if v > limit:", "            return total", "        total += v", "", "",
+           f"def {relay}():", f"    a = yield from {sub}({l1})", "    log.append(a)", f"    b = yield from {sub}({l2})",
+           "    return a * 100 + b", "", "", f"{r} = {relay}()", f"next({r})", f"{out} = []",
+           f"for v in {p.span()}:", "    try:", f"        {out}.append({r}.send(v % {p.rng.randint(11, 17)}))",
+           "    except StopIteration as stop:", f"        {out}.append(stop.value)", f"        {r} = {relay}()",
+           f"        next({r})", f"print(sum({out}) + len(log))")
+
+
+def _flow_returned_list(p: _Flow) -> None:
+    """finally runs after the return value is computed: it can still mutate the list being returned, but not a copy
+    taken by the return expression."""
+    fn = p.fresh("grab")
+    a, b = p.rng.sample(range(2, 6), 2)
+    p.emit("", "", f"def {fn}(x):", "    box = [x]", "    try:", f"        if x % {a} == 0:",
+           "            raise ValueError(x)", "        return box", "    except ValueError:", "        box.append(-x)",
+           "        return box[:]", "    finally:", f"        box.append(x * {p.rng.randint(2, 4)})",
+           f"        if x % {b} == 0:", "            log.append(len(box))", "", "",
+           f"print(sum(sum({fn}(x)) for x in {p.span()}) + len(log))")
+
+
+def _flow_enter(p: _Flow) -> None:
+    """An exception in __enter__ skips the body and __exit__ alike; __exit__ suppresses whenever it returns a
+    truthy value, here an int."""
+    cls, total = p.fresh("Lock"), p.fresh("total")
+    a, b = p.rng.randint(5, 8), p.rng.randint(2, 4)
+    p.emit("", "", f"class {cls}:", "    def __init__(self, x):", "        self.x = x", "", "    def __enter__(self):",
+           f"        if self.x % {a} == 0:", "            raise KeyError(self.x)", "        log.append(self.x)",
+           "        return self.x * 2", "", "    def __exit__(self, kind, value, tb):", "        log.append(-1)",
+           f"        return len(log) % {p.rng.choice([3, 5])}", "", "", f"{total} = 0", f"for x in {p.span()}:",
+           "    try:", f"        with {cls}(x) as v:", f"            if x % {b} == 0:", "                raise ValueError(v)",
+           f"            {total} += v", f"        {total} += 1", "    except KeyError:", f"        {total} -= 5",
+           "    except ValueError as err:", f"        {total} += err.args[0]", f"print({total} + len(log))")
+
+
+def _flow_context(p: _Flow) -> None:
+    """raise ... from None sets __cause__ to None and hides the context from the traceback, yet __context__ still
+    holds the exception being handled; a plain raise in a handler sets only __context__."""
+    fn = p.fresh("wrap")
+    table = {k: p.rng.randint(1, 9) for k in p.rng.sample(range(5), 2)}
+    p.emit("", "", f"def {fn}(x):", "    try:", "        try:", f"            return {table!r}[x % 5]",
+           "        except KeyError:", "            if x % 2 == 1:", "                raise ValueError(x) from None",
+           "            raise ValueError(-x)", "    except ValueError as err:",
+           "        log.append(err.__suppress_context__)",
+           "        return (err.__context__ is not None) * 10 + (err.__cause__ is None) * 100 + err.args[0]", "", "",
+           f"print(sum({fn}(x) for x in {p.span()}) + sum(log))")
+
+
 _FLOW_PARTS = [_flow_finally_return, _flow_gate, _flow_worker, _flow_break_finally, _flow_reraise, _flow_unbound,
-               _flow_nested_with]
+               _flow_nested_with, _flow_groups, _flow_relay, _flow_returned_list, _flow_enter, _flow_context]
 
 
-def exception_flow(rng: ItemRng, *, parts: int = 4) -> Generated:
+def exception_flow(rng: ItemRng, *, parts: int = 8) -> Generated:
     """`parts` pieces of exception flow run in sequence, each starting its loop where the shared log's length says,
     so one misread path shifts every later print."""
     p = _Flow(rng)
