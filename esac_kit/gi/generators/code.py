@@ -948,12 +948,14 @@ def exception_flow(rng: ItemRng, *, parts: int = 8) -> Generated:
 # ---------------------------------------------------------------- code writing: a car park's tariff
 
 PARKING_REFERENCE = '''\
-REENTRY, GRACE, BLOCK, RATE, WEEKEND_FLAT = {reentry}, {grace}, {block}, {rate}, {flat}
-WEEKEND_DAYS = {weekend}
-NIGHT_HOUR, NIGHT_MAX, CAP = {night_hour}, {night_max}, {cap}
-EV_PERCENT, LOYAL_FROM, LOYAL_OFF = {ev}, {loyal_from}, {loyal_off}
-LONG_STAY, RATE_DAY, NEW_RATE, CAP_DAY, NEW_CAP = {long_stay}, {rate_day}, {new_rate}, {cap_day}, {new_cap}
-GRACE_DAY, NEW_GRACE = {grace_day}, {new_grace}
+REENTRY, NEW_REENTRY, REENTRY_DAY = {reentry}, {new_reentry}, {reentry_day}
+GRACE, NEW_GRACE, GRACE_DAY = {grace}, {new_grace}, {grace_day}
+BLOCK, RATE, NEW_RATE, RATE_DAY = {block}, {rate}, {new_rate}, {rate_day}
+CAP, NEW_CAP, CAP_DAY = {cap}, {new_cap}, {cap_day}
+WEEKEND_FLAT, WEEKEND_DAYS, HOLIDAYS = {flat}, {weekend}, {holidays}
+NIGHT_HOUR, NIGHT_MAX = {night_hour}, {night_max}
+EV_PERCENT, NEW_EV_PERCENT, EV_DAY = {ev}, {new_ev}, {ev_day}
+LOYAL_FROM, LOYAL_OFF, LONG_STAY, MINIMUM = {loyal_from}, {loyal_off}, {long_stay}, {minimum}
 
 
 def merged_sessions(sessions):
@@ -962,8 +964,9 @@ def merged_sessions(sessions):
     last = {{}}
     for index in sorted(range(len(sessions)), key=lambda i: (sessions[i][1], i)):
         plate, start, end, electric = sessions[index]
+        window = NEW_REENTRY if start // 1440 >= REENTRY_DAY else REENTRY
         previous = last.get(plate)
-        if previous is not None and start <= previous[2] + REENTRY:
+        if previous is not None and start <= previous[2] + window:
             previous[2] = max(previous[2], end)
             previous[3] = previous[3] and electric
         else:
@@ -996,13 +999,14 @@ def charges(sessions):
         grace = NEW_GRACE if start // 1440 >= GRACE_DAY else GRACE
         if end - start <= grace:
             continue
-        counted[plate] = counted.get(plate, 0) + 1
+        week = start // 1440 // 7
+        counted[plate, week] = counted.get((plate, week), 0) + 1
         day_part = night_part = 0
         weekend = False
         for kind, day, minutes in pieces(start, end):
             if kind == "night":
                 night_part += min(NIGHT_MAX, -(-minutes // 60) * NIGHT_HOUR)
-            elif day % 7 in WEEKEND_DAYS:
+            elif day % 7 in WEEKEND_DAYS or (day in HOLIDAYS and not electric):
                 day_part += WEEKEND_FLAT
                 weekend = True
             else:
@@ -1013,33 +1017,42 @@ def charges(sessions):
                 day_paid[plate, day] = paid + charge
                 day_part += charge
         if electric:
-            day_part -= day_part * EV_PERCENT // 100
+            percent = NEW_EV_PERCENT if start // 1440 >= EV_DAY else EV_PERCENT
+            day_part -= day_part * percent // 100
         cost = day_part + night_part
-        if counted[plate] >= LOYAL_FROM and (electric or not weekend):
+        loyal = counted[plate, week] >= LOYAL_FROM and (electric or not weekend)
+        if loyal:
             cost = max(0, cost - LOYAL_OFF)
         if end - start > 1440:
             cost = min(cost, LONG_STAY * -(-(end - start) // 1440))
+        if not loyal:
+            cost = max(cost, MINIMUM)
         totals[plate] += cost
-    return totals
+    return {{plate: (total + 2) // 5 * 5 for plate, total in totals.items()}}
 '''
 
 
 def _parking_rules(rng: ItemRng) -> dict:
-    """The tariff's seeded constants."""
+    """The tariff's seeded constants; every amendment takes effect on a day of the first or second week."""
     block = rng.choice([15, 20, 30, 60])
     rate = rng.randint(35, 240)
     night_hour = rng.randint(25, 140)
+    weekend = rng.choice([(5, 6), (6,), (4, 5), (5,)])
     p = dict(reentry=rng.choice([5, 10, 15, 20, 30]), grace=rng.choice([10, 12, 15, 20, 25]), block=block, rate=rate,
-             flat=rng.randint(300, 1800), weekend=rng.choice([(5, 6), (6,), (4, 5), (5,)]),
+             flat=rng.randint(300, 1800), weekend=weekend,
+             holidays=tuple(sorted(rng.sample([d for d in range(1, 13) if d % 7 not in weekend], 2))),
              night_hour=night_hour, night_max=night_hour * rng.randint(3, 9) + rng.randint(1, night_hour - 1),
-             ev=rng.choice([10, 15, 20, 25, 30, 35, 40]), loyal_from=rng.randint(2, 4),
+             ev=rng.choice([10, 15, 20, 25, 30, 35, 40]), loyal_from=rng.randint(2, 3),
              loyal_off=rng.randint(40, 400))
     p["cap"] = rate * rng.randint(3, max(4, 720 // block * 2 // 3)) + rng.randint(1, rate - 1)
-    p["rate_day"], p["cap_day"], p["grace_day"] = rng.sample(range(3, 12), 3)
+    p["rate_day"], p["cap_day"], p["grace_day"], p["reentry_day"], p["ev_day"] = rng.sample(range(3, 12), 5)
     p["new_rate"] = rate + rng.choice([-1, 1]) * rng.randint(5, rate // 3)
     p["new_cap"] = p["cap"] + rng.choice([-1, 1]) * rng.randint(rate, 3 * rate)
     p["long_stay"] = (p["cap"] + p["night_max"]) * rng.randint(55, 95) // 100
     p["new_grace"] = rng.choice([g for g in (5, 8, 10, 12, 15, 20, 25, 30) if g != p["grace"]])
+    p["new_reentry"] = rng.choice([r for r in (5, 10, 15, 20, 30, 45) if r != p["reentry"]])
+    p["new_ev"] = rng.choice([e for e in (10, 15, 20, 25, 30, 35, 40, 50) if e != p["ev"]])
+    p["minimum"] = rate * rng.randint(2, 3) + rng.randint(1, rate - 1)  # above a block or two
     return p
 
 
@@ -1047,19 +1060,21 @@ _WEEKDAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday",
 
 
 def _parking_prompt(p: dict) -> str:
-    """The tariff document, worded from the same constants the reference uses, with two later amendments."""
+    """The tariff document, worded from the same constants the reference uses, with seven later amendments."""
     weekend = " and ".join(f"{_WEEKDAYS[d]} (d % 7 == {d})" for d in p["weekend"])
-    ordinal = {2: "2nd", 3: "3rd", 4: "4th"}[p["loyal_from"]]
+    holidays = " and ".join(str(d) for d in p["holidays"])
+    ordinal = {2: "2nd", 3: "3rd"}[p["loyal_from"]]
     return f"""\
 Write a Python function `charges(sessions)` that computes what each car owes a car park under the tariff below.
 
 Input. `sessions` is a list of tuples `(plate, start, end, electric)`. `plate` is a string; `start` and `end` are \
 integers with start < end, counting minutes from Monday 00:00 of week 0, so minute t lies on day index \
 d = t // 1440 at minute-of-day t % 1440 (day index d is a Monday when d % 7 == 0, a Tuesday when d % 7 == 1, and \
-so on); `electric` is a bool. The list is in no particular order, and sessions of the same plate may overlap.
+so on), and day index d lies in week d // 7; `electric` is a bool. The list is in no particular order, and \
+sessions of the same plate may overlap.
 
-Output. Return a dict that maps every plate appearing in `sessions` to the total it owes, in integer cents \
-(0 when it owes nothing). A plate's total is the sum of the charges of its visits (rule 1) over the whole list.
+Output. Return a dict that maps every plate appearing in `sessions` to the total it owes, in integer cents. A \
+plate's total is the sum of the charges of its visits over the whole list, rounded once (rule 10).
 
 THE TARIFF
 
@@ -1068,11 +1083,12 @@ list first). A session that starts at most {p['reentry']} minutes after the end 
 before that end) joins that visit: the visit now ends at the later of the two ends. Otherwise the session begins \
 a new visit. So a chain of such re-entries is one visit, running from its first start to its latest end, and the \
 time between the sessions is charged as parked time. A visit is electric only when every session in it is \
-electric. All later rules speak of visits, never of single sessions.
+electric. All later rules speak of visits, never of single sessions, and a visit's start is its first session's \
+start.
 
 Rule 2 (grace). A visit lasting at most {p['grace']} minutes (end - start <= {p['grace']}) is free. A free visit \
-is ignored by every later rule: it has no pieces, adds nothing to any daily total of rule 5 and is not counted \
-by rule 7.
+is ignored by every later rule: it has no pieces, adds nothing to any daily total of rule 5, is not counted by \
+rule 7 and costs nothing (rule 9 does not apply to it).
 
 Rule 3 (pieces). A visit that is not free is cut into pieces at every 07:00 (minute-of-day 420) and every 19:00 \
 (minute-of-day 1140) that falls strictly inside it. A day piece lies between 07:00 and 19:00 of one day; its day \
@@ -1086,64 +1102,98 @@ start, whatever the visit did before.
 Rule 5 (day pieces). A day piece whose day is a weekend day, that is {weekend}, costs a flat {p['flat']} cents, \
 whatever its length. Any other day piece costs {p['rate']} cents per started block of {p['block']} minutes of \
 that piece (its length divided by {p['block']}, rounded up; blocks restart with every piece). Daily cap: for one \
-plate and one non-weekend day, the day pieces of that day cost at most {p['cap']} cents in total, across all the \
-plate's visits. Visits are charged in the order of rule 1, and a day piece that would take the plate's total for \
-its day above the cap costs only what remains up to the cap (possibly 0). The cap counts the costs of rule 5 \
-before any reduction of rules 6 and 7. Weekend pieces neither count toward a cap nor are limited by one.
+plate and one day charged by blocks, the block-charged day pieces of that day cost at most {p['cap']} cents in \
+total, across all the plate's visits. Visits are charged in the order of rule 1, and a day piece that would take \
+the plate's total for its day above the cap costs only what remains up to the cap (possibly 0). The cap counts \
+the costs of rule 5 before any reduction of rules 6 and 7. Flat-charged pieces neither count toward a cap nor are \
+limited by one.
 
-Rule 6 (electric). An electric visit's day part (the sum of its day-piece costs under rule 5, weekend pieces \
+Rule 6 (electric). An electric visit's day part (the sum of its day-piece costs under rule 5, flat pieces \
 included) is reduced by {p['ev']}% of it, the reduction rounded down to a whole cent. Night pieces get no \
 electric reduction. The visit's charge is then its (reduced) day part plus its night part (the sum of its \
 night-piece costs).
 
-Rule 7 (loyalty). Count each plate's visits that are not free, in the order of rule 1. From a plate's {ordinal} \
-counted visit onward, each such visit's charge (after rule 6) is reduced by {p['loyal_off']} cents, but never \
-below 0. Exception: a visit that has a weekend day piece gets no loyalty reduction (it is still counted). \
-Exception to that exception: an electric visit does get the loyalty reduction even when it has a weekend day \
-piece.
+Rule 7 (loyalty). Count each plate's visits that are not free, week by week: a visit belongs to the week of its \
+start, and the count starts again at 1 in every week. From a plate's {ordinal} counted visit of a week onward, \
+each such visit of that week receives the loyalty reduction: its charge (after rule 6) is reduced by \
+{p['loyal_off']} cents, but never below 0. Exception: a visit that has a flat-charged day piece does not receive \
+the loyalty reduction (it is still counted). Exception to that exception: an electric visit does receive the \
+loyalty reduction even when it has a flat-charged day piece.
 
 Rule 8 (long stays). A visit lasting more than 1440 minutes (end - start > 1440) costs at most {p['long_stay']} \
 cents per started 1440 minutes of the visit (its length divided by 1440, rounded up): its charge after rule 7 is \
 lowered to that bound when it is above it.
 
-AMENDMENTS (issued after the tariff; where they conflict with the rules above, they win)
+Rule 9 (minimum charge). A visit that is not free costs at least {p['minimum']} cents: its charge after rule 8 \
+is raised to {p['minimum']} when it is below that. Exception: a visit that received the loyalty reduction of \
+rule 7 (even one whose charge was 0 already) has no minimum.
 
-Amendment A (effective from day index {p['rate_day']}). In rule 5, a non-weekend day piece whose day index is \
+Rule 10 (rounding). Each plate's total, the sum of its visits' charges, is rounded once to the nearest multiple of \
+5 cents: a remainder (total % 5) of 1 or 2 rounds down, of 3 or 4 rounds up. Single visits are never rounded.
+
+AMENDMENTS (issued after the tariff, in this order; where they conflict with the rules above or with an earlier \
+amendment, the later text wins)
+
+Amendment A (effective from day index {p['rate_day']}). In rule 5, a block-charged day piece whose day index is \
 {p['rate_day']} or later costs {p['new_rate']} cents per started block instead of {p['rate']}. Day pieces of \
 earlier days keep the old rate, even when their visit goes on past day {p['rate_day']}.
 
 Amendment B (effective from day index {p['cap_day']}). The daily cap of rule 5 is {p['new_cap']} cents instead of \
 {p['cap']} for every day whose index is {p['cap_day']} or later. Earlier days keep the old cap.
 
-Amendment C (effective from day index {p['grace_day']}). For a visit whose start (its first session's start) lies \
-on day index {p['grace_day']} or later, the grace period of rule 2 is {p['new_grace']} minutes instead of \
-{p['grace']}: such a visit is free when end - start <= {p['new_grace']}. Visits that start earlier keep the old \
-grace period.
+Amendment C (effective from day index {p['grace_day']}). For a visit whose start lies on day index \
+{p['grace_day']} or later, the grace period of rule 2 is {p['new_grace']} minutes instead of {p['grace']}: such a \
+visit is free when end - start <= {p['new_grace']}. Visits that start earlier keep the old grace period.
 
-Amendment D (issued after Amendment A, and overriding it). Amendment A does not apply to electric visits: their \
-non-weekend day pieces cost {p['rate']} cents per started block on every day, before and after day index \
-{p['rate_day']}."""
+Amendment D (overriding Amendment A). Amendment A does not apply to electric visits: their block-charged day \
+pieces cost {p['rate']} cents per started block on every day, before and after day index {p['rate_day']}.
+
+Amendment E (public holidays). Day indices {holidays} are public holidays. In rule 5 a day piece on a public \
+holiday is charged like a weekend day piece (the flat, outside any cap), except for electric visits: their day \
+pieces on a public holiday are block-charged like those of any other non-weekend day (Amendments A, B and D apply \
+to them as to any block-charged piece, and they count toward and are limited by that day's cap).
+
+Amendment F (effective from day index {p['reentry_day']}). In rule 1, a session whose own start lies on day index \
+{p['reentry_day']} or later joins the plate's current visit when it starts at most {p['new_reentry']} minutes \
+(instead of {p['reentry']}) after that visit's end. Sessions that start earlier keep the old limit.
+
+Amendment G (effective from day index {p['ev_day']}). In rule 6, an electric visit whose start lies on day index \
+{p['ev_day']} or later has its day part reduced by {p['new_ev']}% instead of {p['ev']}% (the reduction still \
+rounded down). Visits that start earlier keep the old percentage."""
 
 
 def _parking_test(rng: ItemRng, p: dict, plates: list[str], n: int) -> list[tuple]:
-    """n sessions aimed at the rules' edges: grace and re-entry limits, 07:00 and 19:00, blocks, caps shared by
-    a plate's visits on one day, weekends, the amendments' first days, and enough visits for loyalty."""
-    focus = [p["rate_day"], p["cap_day"], p["grace_day"]]
+    """n sessions aimed at the rules' edges: grace and re-entry limits (both sides of their amendments' days),
+    07:00 and 19:00, blocks, caps shared by a plate's visits on one day, weekends and holidays, the amendments'
+    first days, and several visits of a plate within one week for loyalty and the minimum."""
+    week = rng.randint(0, 1)
+    focus = [p["rate_day"], p["cap_day"], p["grace_day"], p["reentry_day"], p["ev_day"], *p["holidays"]]
     focus += [d - 1 for d in focus] + [d for d in range(14) if d % 7 in p["weekend"]]
+    focus = [d for d in focus if d // 7 == week] or [week * 7 + 3]
     sessions: list[tuple] = []
     for _ in range(n):
         plate = rng.choice(plates)
-        day = rng.choice(focus + [rng.randint(0, 13)])
+        day = rng.choice(focus + [rng.randint(week * 7, week * 7 + 6)])
         mine = [s for s in sessions if s[0] == plate]
-        kind = rng.choice(["grace", "grace", "reentry", "reentry", "edge", "blocks", "long", "night", "cap", "cap",
-                           "random"])
-        if kind == "reentry" and mine:
+        kind = rng.choice(["grace", "grace", "grace", "reentry", "reentry", "reentry", "edge", "blocks", "long",
+                           "night", "cap", "shared", "short", "short", "random"])
+        weekdays = [d for d in range(week * 7, week * 7 + 7) if d % 7 not in p["weekend"] and d not in p["holidays"]]
+        if kind == "shared":  # two visits of one plate on one block-charged day: the cap is shared between them
+            first = rng.choice(weekdays) * 1440 + 420 + rng.randint(0, 120)
+            length = rng.randint(120, 360)
+            sessions.append((plate, first, first + length, rng.randint(0, 4) < 2))
+            start = first + length + max(p["reentry"], p["new_reentry"]) + rng.randint(1, 60)
+            length = rng.randint(120, 400)
+        elif kind == "reentry" and mine:
             previous = rng.choice(mine)
-            start = previous[2] + rng.choice([p["reentry"], p["reentry"] + 1, p["reentry"] - 1, -rng.randint(1, 30)])
+            late = (previous[2] + p["new_reentry"]) // 1440 >= p["reentry_day"]
+            limit = p["new_reentry"] if late else p["reentry"]
+            other = p["reentry"] if late else p["new_reentry"]
+            start = previous[2] + rng.choice([limit, limit + 1, other, other + 1, limit - 1, -rng.randint(1, 30)])
             length = rng.choice([rng.randint(1, 40), rng.randint(40, 400)])
         elif kind == "cap" and mine:
             previous = rng.choice(mine)
-            start = previous[2] + rng.randint(p["reentry"] + 1, 240)
+            start = previous[2] + rng.randint(max(p["reentry"], p["new_reentry"]) + 1, 240)
             length = rng.randint(60, 700)
         else:
             start = day * 1440 + rng.choice([420, 1140, 419, 421, 1139, 1141, rng.randint(0, 1439),
@@ -1165,6 +1215,8 @@ def _parking_test(rng: ItemRng, p: dict, plates: list[str], n: int) -> list[tupl
             elif kind == "night":
                 start = day * 1440 + rng.randint(1100, 1500)
                 length = rng.randint(20, 720)
+            elif kind == "short":  # just past grace: a small charge that the minimum may raise
+                length = max(p["grace"], p["new_grace"]) + rng.randint(1, 40)
             else:
                 length = rng.randint(1, 800)
         start = max(0, start)
@@ -1173,67 +1225,117 @@ def _parking_test(rng: ItemRng, p: dict, plates: list[str], n: int) -> list[tupl
     return sessions
 
 
-def _parking_paths(p: dict, namespace: dict, sessions: list) -> set[tuple]:
-    """The rule paths the visits of one test take: which rules fired and how (a mirror of the reference)."""
-    paths = set()
-    counted, day_paid = {}, {}
+def _parking_visit_flags(p: dict, namespace: dict, sessions: list) -> list[frozenset]:
+    """Which rules fired, and how, for each visit of one test (a mirror of the reference), plus a test-level flag
+    for a total that rule 10 changes."""
+    out = []
+    counted, day_paid, totals = {}, {}, {}
     starts = {}
     for s in sessions:
         starts.setdefault(s[0], []).append(s)
     for plate, start, end, electric in namespace["merged_sessions"](sessions):
-        parts = sum(1 for s in starts[plate] if start <= s[1] <= end)
-        new_grace = start // 1440 >= p["grace_day"]
-        grace = p["new_grace"] if new_grace else p["grace"]
-        if end - start <= grace:
-            paths.add(("free", parts > 1, new_grace))
-            continue
-        counted[plate] = counted.get(plate, 0) + 1
+        joined = [s for s in starts[plate] if start < s[1] <= end + max(p["reentry"], p["new_reentry"])
+                  and s[1] >= start]
         flags = set()
+        if len([s for s in starts[plate] if start <= s[1] <= end]) > 1:
+            flags.add("merged")
+            if any(s[1] // 1440 >= p["reentry_day"] for s in joined):
+                flags.add("merged-late")
+        new_grace = start // 1440 >= p["grace_day"]
+        if end - start <= (p["new_grace"] if new_grace else p["grace"]):
+            out.append(frozenset(flags | {"free-new" if new_grace else "free"}))
+            continue
+        week = start // 10080
+        counted[plate, week] = counted.get((plate, week), 0) + 1
+        day_part = night_part = 0
+        flat, mine = False, set()
         for kind, day, minutes in namespace["pieces"](start, end):
             if kind == "night":
-                flags.add("night-max" if -(-minutes // 60) * p["night_hour"] >= p["night_max"] else "night")
-            elif day % 7 in p["weekend"]:
-                flags.add("weekend")
+                full = -(-minutes // 60) * p["night_hour"]
+                flags.add("night-max" if full > p["night_max"] else "night")
+                night_part += min(full, p["night_max"])
+            elif day % 7 in p["weekend"] or (day in p["holidays"] and not electric):
+                flags.add("holiday" if day % 7 not in p["weekend"] else "weekend")
+                day_part += p["flat"]
+                flat = True
             else:
+                if day in p["holidays"]:
+                    flags.add("holiday-electric")
                 new_rate = day >= p["rate_day"] and not electric
                 cap = p["new_cap"] if day >= p["cap_day"] else p["cap"]
                 paid = day_paid.get((plate, day), 0)
                 full = -(-minutes // p["block"]) * (p["new_rate"] if new_rate else p["rate"])
                 if full > cap - paid:
                     flags.add("capped-new" if day >= p["cap_day"] else "capped")
+                    if paid and (plate, day) not in mine:
+                        flags.add("capped-shared")  # by what the plate's earlier visits paid that day
                 else:  # which rate the piece paid (a capped piece pays what the cap leaves, whatever the rate)
                     flags.add("new-rate" if new_rate else "rate-kept" if day >= p["rate_day"] else "rate")
                 day_paid[plate, day] = paid + min(full, cap - paid)
-        loyal = counted[plate] >= p["loyal_from"]
+                day_part += min(full, cap - paid)
+                mine.add((plate, day))
+        if electric:
+            late = start // 1440 >= p["ev_day"]
+            flags.add("electric-new" if late else "electric")
+            day_part -= day_part * (p["new_ev"] if late else p["ev"]) // 100
+        cost = day_part + night_part
+        loyal = counted[plate, week] >= p["loyal_from"] and (electric or not flat)
+        if counted[plate, week] >= p["loyal_from"]:
+            flags.add("loyal" if not flat else "loyal-flat-electric" if electric else "loyal-flat-denied")
+            if week == 1:
+                flags.add("loyal-week-1")
+        if loyal:
+            cost = max(0, cost - p["loyal_off"])
         if end - start > 1440:
-            flags.add("long")
-        paths.add((parts > 1, new_grace, electric, loyal and ("weekend" not in flags or electric),
-                   loyal and "weekend" in flags, *sorted(flags)))
-    return paths
+            bound = p["long_stay"] * -(-(end - start) // 1440)
+            flags.add("long-bound" if cost > bound else "long")
+            cost = min(cost, bound)
+        if not loyal and cost < p["minimum"]:
+            flags.add("minimum")
+            cost = p["minimum"]
+        elif loyal and cost < p["minimum"]:
+            flags.add("no-minimum")
+        totals[plate] = totals.get(plate, 0) + cost
+        out.append(frozenset(flags))
+    if any(total % 5 for total in totals.values()):
+        out.append(frozenset({"rounded"}))
+    return out
 
 
-_PARKING_FLAGS = {"night", "night-max", "weekend", "rate", "new-rate", "rate-kept", "capped", "capped-new", "long"}
+_PARKING_FLAGS = {"merged", "merged-late", "free", "free-new", "night", "night-max", "weekend", "holiday",
+                  "holiday-electric", "rate", "new-rate", "rate-kept", "capped", "capped-new", "capped-shared",
+                  "electric",
+                  "electric-new", "loyal", "loyal-flat-electric", "loyal-flat-denied", "long", "long-bound",
+                  "minimum", "no-minimum", "rounded"}
+# Every hidden test meets these, so misreading any of the rules behind them fails nearly every test.
+_PARKING_EVERY_TEST = [{"merged"}, {"night", "night-max"}, {"capped-shared"}, {"electric", "electric-new"},
+                       {"loyal"}, {"loyal-flat-electric", "loyal-flat-denied"}, {"minimum"}, {"rounded"},
+                       {"weekend", "holiday"}, {"free", "free-new"}]
 
 
-def parking_charges(rng: ItemRng, *, tests: int = 40, sessions: int = 8) -> Generated:
+def parking_charges(rng: ItemRng, *, tests: int = 40, sessions: int = 16) -> Generated:
     """Implement a car park's tariff: visits merged from re-entries, grace, day and night pieces, a daily cap shared
-    by a plate's visits, weekend flats, electric and loyalty reductions with an exception to an exception, and
-    a long-stay bound and four amendments, one overriding another; hidden tests whose sessions each meet several
-    rules."""
+    by a plate's visits, weekend and holiday flats, electric and weekly loyalty reductions with an exception to an
+    exception, a long-stay bound, a minimum charge with an exception, rounding of totals, and seven amendments that
+    override the rules and one another; hidden tests each hold many visits that meet nearly every rule."""
     p = _parking_rules(rng)
     source = PARKING_REFERENCE.format(**p)
     namespace: dict = {}
     exec(compile(source, "<reference>", "exec"), namespace)
     pool = _plates(rng, 8)
-    examples = [_parking_test(rng, p, pool[:2], 6) for _ in range(2)]
+    examples = [_parking_test(rng, p, pool[:2], 7) for _ in range(2)]
     for _ in range(20):  # redraw the hidden tests until every rule's edge case is among them
-        cases = [_parking_test(rng, p, rng.sample(pool[2:], rng.randint(1, 3)), rng.randint(3, sessions))
-                 for _ in range(tests)]
-        paths = set().union(*(_parking_paths(p, namespace, case) for case in cases))
-        flags = {flag for path in paths for flag in path if isinstance(flag, str)}
-        visits = [path for path in paths if path[0] != "free"]
-        if _PARKING_FLAGS <= flags and len(visits) < len(paths) and any(path[4] for path in visits) and any(
-                path[2] and path[3] and "weekend" in path for path in visits):  # the exception to the exception
+        cases, paths = [], set()
+        for _ in range(tests):
+            for _ in range(60):  # redraw a test until it meets the rules every test meets
+                case = _parking_test(rng, p, rng.sample(pool[2:], rng.randint(2, 3)), rng.randint(sessions - 3,
+                                                                                                  sessions))
+                flags = _parking_visit_flags(p, namespace, case)
+                if all(need & set().union(*flags) for need in _PARKING_EVERY_TEST):
+                    break
+            cases.append(case)
+            paths |= set(flags)
+        if _PARKING_FLAGS <= set().union(*paths):
             break
     shown = "\n".join(f"    charges({s!r})\n    == {namespace['charges'](s)!r}" for s in examples)
     prompt = _parking_prompt(p) + f"\n\nEXAMPLES\n\n{shown}\n\n" + (
@@ -1243,9 +1345,11 @@ def parking_charges(rng: ItemRng, *, tests: int = 40, sessions: int = 8) -> Gene
         "passes.")
     key = CodeTestsKey(entry_point="charges", tests=[
         CodeTest(args=repr((s,)), expected=repr(namespace["charges"](s))) for s in cases])
+    covered = [len(_PARKING_FLAGS & set().union(*_parking_visit_flags(p, namespace, c))) for c in cases]
     return Generated(prompt=prompt, key=key, reference=f"Implementation:\n\n```python\n{source}```\n",
                      difficulty={"paths": len(paths), "visits": sum(len(namespace["merged_sessions"](c))
-                                                                     for c in cases)})
+                                                                     for c in cases),
+                                 "rules_per_test": sorted(covered)[len(covered) // 2]})
 
 
 def _plates(rng: ItemRng, n: int) -> list[str]:
