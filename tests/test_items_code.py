@@ -93,11 +93,11 @@ def test_every_measure_lies_in_the_declared_band(instances, item_id):
 
 # Raising the main driver raises the median measure (without the band's redraws, over the same seeds).
 DRIVERS = {
-    "code-stack-machine": (code.stack_machine, {"max_modulus": 6}, {"max_modulus": 24}, "states"),
-    "code-memo-recursion": (code.memo_recursion, {"modulus": 7}, {"modulus": 12}, "states"),
-    "code-alias-mutation": (code.alias_mutation, {"gadgets": 5}, {"gadgets": 11}, "line_events"),
-    "code-exception-flow": (code.exception_flow, {"parts": 3}, {"parts": 5}, "line_events"),
-    "code-parking-charges": (code.parking_charges, {"sessions": 4}, {"sessions": 10}, "paths"),
+    "code-stack-machine": (code.stack_machine, {"max_modulus": 19}, {"max_modulus": 41}, "states"),
+    "code-memo-recursion": (code.memo_recursion, {"modulus": 9}, {"modulus": 20}, "states"),
+    "code-alias-mutation": (code.alias_mutation, {"gadgets": 10}, {"gadgets": 22}, "line_events"),
+    "code-exception-flow": (code.exception_flow, {"parts": 5}, {"parts": 11}, "line_events"),
+    "code-parking-charges": (code.parking_charges, {"sessions": 8}, {"sessions": 24}, "paths"),
 }
 
 
@@ -144,12 +144,24 @@ NAIVE_READINGS = {
         (re.compile(r"( +)(\w+) \+= \[v\]\n"), r"\1\2.extend([v])\n", 1.0),                # += as a global
         (re.compile(r"for v in (.+):\n    if v > (\d):\n        \1\.remove\(v\)"),
          r"for v in \1[:]:\n    if v > \2:\n        \1.remove(v)", 0.7),                      # no skipped elements
+        (re.compile(r"for i, v in enumerate\((.+)\):\n    if i < (\d):\n        \1\.insert"),
+         r"for i, v in enumerate(\1[:]):\n    if i < \2:\n        \1.insert", 0.9),           # no item met twice
+        (re.compile(r"(\S+)\[0\], \1\[\1\[0\] % len\(\1\)\] = (\d), (\d)"),
+         r"_at = \1[0] % len(\1)\n\1[0], \1[_at] = \2, \3", 0.5),                            # targets at once
+        (re.compile(r"^every = \[(.*)\]$", re.M),
+         r"every = [\1]\nevery = [v[:] for v in every]", 0.9),                                  # every list its own
     ],
     "code-exception-flow": [
         (re.compile(r"if x % (\d) == 0:\n            return x \+ (\d+)"), r"if x % \1 == 0:\n            pass", 0.9),
         (re.compile(r"return kind is KeyError and"), "return False and", 0.75),              # nothing suppressed
         (re.compile(r"( +)if x % (\d) != 0:\n +continue\n"), r"\1if x % \2 != 0:\n\1    pass\n", 0.6),
         (re.compile(r"except IndexError as (err\d+):"), "except IndexError:", 0.8),           # name kept
+        (re.compile(r"\(err\.__context__ is not None\)"),
+         "(err.__context__ is not None and not err.__suppress_context__)", 0.8),            # from None clears it
+        (re.compile(r"        return box\n    except ValueError:"),
+         "        return box[:]\n    except ValueError:", 0.9),                            # finally too late
+        (re.compile(r"return len\(log\) % (\d)\n"), r"return False and len(log) % \1\n", 0.8),  # ints suppress
+        (re.compile(r"raise errors\[0\]"), "raise ExceptionGroup('one', errors)", 0.6),  # naked wrapped
     ],
 }
 
@@ -169,11 +181,13 @@ def test_every_exception_piece_and_alias_route_occurs(instances):
     alias = "\n".join(program(g.prompt) for g in instances["code-alias-mutation"])
     for marker in ("into=[]", "] * ", "xs += [n]", "dict.fromkeys", "lambda x: x * k", "next(", "[:] = ", ".remove(v)",
                    "except TypeError", "items = []", "seen=", "list(", ".setdefault(", "zip(", "nonlocal items",
-                   "except UnboundLocalError"):
+                   "except UnboundLocalError", "] = [len(", ", *", "['k'] += [", ".insert(0, v + i)",
+                   "xs.append(v - 1)", "for ", ":= v * 2", "del ", " *= 2", "[0] % len("):
         assert marker in alias, marker
     flow = "\n".join(program(g.prompt) for g in instances["code-exception-flow"])
     for marker in ("finally:\n        if x %", "def __exit__", ".throw(ValueError)", "continue", "from err",
-                   "except NameError", "raise KeyError(self.name)"):
+                   "except NameError", "raise KeyError(self.name)", "except* ValueError", "yield from",
+                   "return box[:]", "raise KeyError(self.x)", "from None"):
         assert marker in flow, marker
 
 
@@ -195,14 +209,14 @@ def read_machine(prompt: str, vm_edit=None):
     return namespace["run"], listing, mem
 
 
-def solve_machine(run, listing, mem):
+def solve_machine(run, listing, mem, with_history=False):
     """Run the shown interpreter one loop pass at a time (LOOP replaced by HALT, whose step stands for LOOP's),
-    until the cells that are only ever stored straight after a MOD repeat; extrapolate the other cells and the steps
-    linearly over the cycle. Returns the printed integers and the number of distinct states."""
+    until the cells that are only ever stored straight after a MOD repeat jointly; extrapolate the other cells and
+    the steps linearly over the cycle. Returns the printed integers and the number of distinct joint states (and
+    the bounded cells' values at every pass start, when asked)."""
     (loop,) = [i for i, (op, _) in enumerate(listing) if op == "LOOP"]
     assert listing[loop][1] == 0 and listing[loop + 1] == ("HALT", None) and loop + 2 == len(listing)
-    stores = [(i, arg) for i, (op, arg) in enumerate(listing) if op == "STORE"]
-    bounded = sorted({c for _, c in stores} - {c for i, c in stores if listing[i - 1][0] != "MOD"})
+    bounded = bounded_cells(listing)
     one_pass = listing[:loop] + [("HALT", None)]
     passes, mem = mem[0], list(mem)
     history, steps, seen = [list(mem)], [], {}
@@ -212,7 +226,7 @@ def solve_machine(run, listing, mem):
         mem[0] -= 1
         history.append(list(mem))
         if len(steps) == passes:
-            return [sum(steps) + 1] + mem[1:], len(steps)
+            return ([sum(steps) + 1] + mem[1:], len(steps)) + ((history,) if with_history else ())
     start = seen[tuple(mem[c] for c in bounded)]
     period = len(steps) - start
     cycles, rest = divmod(passes - start, period)
@@ -221,27 +235,90 @@ def solve_machine(run, listing, mem):
         if c not in bounded:
             final[c] += cycles * (history[-1][c] - history[start][c])
     total = sum(steps[:start]) + cycles * sum(steps[start:]) + sum(steps[start:start + rest])
-    return [total + 1] + final[1:], len(steps)
+    return ([total + 1] + final[1:], len(steps)) + ((history,) if with_history else ())
+
+
+def bounded_cells(listing) -> list[int]:
+    """The cells only ever stored straight after a MOD."""
+    stores = [(i, arg) for i, (op, arg) in enumerate(listing) if op == "STORE"]
+    return sorted({c for _, c in stores} - {c for i, c in stores if listing[i - 1][0] != "MOD"})
+
+
+def machine_groups(run, listing, mem) -> list[list[int]]:
+    """The bounded cells' independent groups, found by experiment with the shown interpreter: a cell depends on
+    another when changing the other's start value changes its values over the next passes."""
+    bounded = bounded_cells(listing)
+    moduli = {arg: listing[i - 1][1] for i, (op, arg) in enumerate(listing) if op == "STORE" and arg in bounded}
+    one_pass = listing[:-2] + [("HALT", None)]
+
+    def trajectory(start):
+        m, out = list(start), []
+        for _ in range(60):
+            run(one_pass, m)
+            out.append([m[c] for c in bounded])
+        return out
+
+    base = trajectory(mem)
+    parent = {c: c for c in bounded}
+
+    def root(c):
+        while parent[c] != c:
+            c = parent[c]
+        return c
+
+    for c in bounded:
+        for delta in range(1, moduli[c]):
+            changed = list(mem)
+            changed[c] = (mem[c] + delta) % moduli[c]
+            for row, other in zip(base, trajectory(changed)):
+                for i, d in enumerate(bounded):
+                    if row[i] != other[i]:
+                        parent[root(d)] = root(c)
+    groups: dict = {}
+    for c in bounded:
+        groups.setdefault(root(c), []).append(c)
+    return list(groups.values())
 
 
 def test_stack_machine_key_comes_from_the_cycle_and_the_cycle_solver_matches_the_shown_script(instances):
     small_runs, expected = [], []
-    for generated in instances["code-stack-machine"]:
+    for n, generated in enumerate(instances["code-stack-machine"]):
         run, listing, mem = read_machine(generated.prompt)
         printed, states = solve_machine(run, listing, mem)
         assert ", ".join(map(str, printed)) == generated.key.answer
-        assert states == generated.difficulty["states"]
+        assert states == generated.difficulty["joint_states"]
         assert 10 ** 9 <= mem[0] and math.log10(printed[0]) > 10  # far too long to step through
         source = program(generated.prompt)
-        for passes in (1, 2, states - 1, states, states + 1, 3 * states + 7):
+        for passes in (1, 2, 37, 211) + ((states - 1, states + 1) if n < 3 else ()):
             small_runs.append(re.sub(r"\nmem = \[\d+,", f"\nmem = [{passes},", source))
             expected.append(", ".join(map(str, solve_machine(run, listing, [passes] + mem[1:])[0])))
     assert fresh_run(small_runs) == expected
 
 
+def test_stack_machine_cells_split_into_groups_whose_own_cycles_are_short(instances):
+    """The measure is the groups' own tail-and-cycle lengths summed, found here by experiment on the shown
+    interpreter; the joint cycle is far longer than all of them together, so the decomposition is the way in."""
+    for generated in instances["code-stack-machine"]:
+        run, listing, mem = read_machine(generated.prompt)
+        groups = machine_groups(run, listing, mem)
+        assert len(groups) >= 3 and max(map(len, groups)) == 2
+        _, joint, history = solve_machine(run, listing, mem, with_history=True)
+        own = 0
+        for group in groups:
+            seen = {}
+            for i, m in enumerate(history):
+                state = tuple(m[c] for c in group)
+                if state in seen:
+                    own += i
+                    break
+                seen[state] = i
+        assert own == generated.difficulty["states"]
+        assert joint >= max(1000, 8 * own)
+
+
 MACHINE_TRAPS = [  # a canonical reading of an instruction changes the answer in at least this share of instances
     (("top = stack.pop()\n            stack.append(top - stack.pop())",
-      "top = stack.pop()\n            stack.append(stack.pop() - top)"), 0.8),  # SUB as below minus top
+      "top = stack.pop()\n            stack.append(stack.pop() - top)"), 0.6),  # SUB as below minus top
     (("if stack.pop() % 2 == 1:", "if stack.pop() % 2 == 0:"), 1.0),           # SKIP on even
     (("stack.append(stack[-2])", "stack.append(stack[-1])"), 0.2),             # OVER as DUP
 ]
@@ -293,7 +370,7 @@ def test_recursion_values_follow_from_the_period_and_the_calls_from_the_reach(in
         period = repeat - start
         assert repeat - 3 == generated.difficulty["states"]
         shortcut = start + (top - start) % period  # where the cycle puts the argument
-        f_value, g_value, calls = map(int, generated.key.answer.split(", "))
+        f_value, g_value, calls, f_sum, g_sum = map(int, generated.key.answer.split(", "))
         assert values[shortcut] == values[top] == (f_value, g_value)
         # The call count is the number of arguments the recursion reaches from f(top) and g(top).
         reached, stack = set(), [("f", top), ("g", top)]
@@ -311,6 +388,12 @@ def test_recursion_values_follow_from_the_period_and_the_calls_from_the_reach(in
                 stack += [(callee, n - int(back)) for callee, back in re.findall(r"([fg])\(n - (\d)\)", text)]
         assert len(reached) == calls
         assert calls <= 0.95 * (2 * top + 2)  # not nearly every argument, so the reach needs reasoning
+        # The memo tables hold exactly the reached arguments' values; the reached pattern repeats with a period
+        # that divides the value cycle's, so each sum is one pass over the tail and cycle, then a multiplication.
+        assert f_sum == sum(values[n][0] for name, n in reached if name == "f")
+        assert g_sum == sum(values[n][1] for name, n in reached if name == "g")
+        pattern = [(("f", n) in reached, ("g", n) in reached) for n in range(3, top - 40)]
+        assert all(pattern[i] == pattern[i + period] for i in range(len(pattern) - period))
 
 
 def test_recursion_is_too_deep_to_trace(instances):
@@ -333,49 +416,58 @@ def read_tariff(prompt: str) -> dict:
             "night_max": number(r"never more than (\d+) cents"),
             "weekend": {int(d) for d in re.findall(r"\(d % 7 == (\d)\)",
                                                    prompt.split("Rule 5 (")[1].split("Rule 6 (")[0])},
+            "holidays": {int(d) for d in re.search(r"Day indices ([\d and]+) are public holidays",
+                                                   prompt).group(1).split(" and ")},
             "flat": number(r"costs a flat (\d+) cents"),
             "rate": number(r"day piece costs (\d+) cents per started block"),
             "block": number(r"started block of (\d+) minutes"), "cap": number(r"cost at most (\d+) cents in total"),
             "ev": number(r"reduced by (\d+)% of it"), "from": number(r"From a plate's (\d)(?:st|nd|rd|th) counted"),
             "off": number(r"reduced by (\d+) cents, but never"), "long": number(r"costs at most (\d+) \\?\s*cents per "
                                                                                 r"started 1440"),
+            "minimum": number(r"A visit that is not free costs at least (\d+) cents"),
             "rate_day": number(r"Amendment A \(effective from day index (\d+)\)"),
             "new_rate": number(r"or later costs (\d+) cents per started block instead"),
             "cap_day": number(r"Amendment B \(effective from day index (\d+)\)"),
             "new_cap": number(r"The daily cap of rule 5 is (\d+) cents instead"),
             "grace_day": number(r"Amendment C \(effective from day index (\d+)\)"),
-            "new_grace": number(r"the grace period of rule 2 is (\d+) minutes instead")}
+            "new_grace": number(r"the grace period of rule 2 is (\d+) minutes instead"),
+            "reentry_day": number(r"Amendment F \(effective from day index (\d+)\)"),
+            "new_reentry": number(r"when it starts at most (\d+) minutes\s+\(instead of"),
+            "ev_day": number(r"Amendment G \(effective from day index (\d+)\)"),
+            "new_ev": number(r"has its day part reduced by (\d+)% instead")}
 
 
 def independent_charges(t: dict, sessions: list) -> dict:
     """A second implementation written from the prompt's wording: visits first, then each visit minute boundary by
-    boundary."""
+    boundary, then the totals rounded."""
     owed = dict.fromkeys((s[0] for s in sessions), 0)
     by_plate: dict = {}
     for position, (plate, start, end, electric) in sorted(enumerate(sessions), key=lambda e: (e[1][1], e[0])):
         visits = by_plate.setdefault(plate, [])
-        if visits and start <= visits[-1]["end"] + t["reentry"]:
+        limit = t["new_reentry"] if start // 1440 >= t["reentry_day"] else t["reentry"]
+        if visits and start <= visits[-1]["end"] + limit:
             visits[-1]["end"] = max(visits[-1]["end"], end)
             visits[-1]["electric"] = visits[-1]["electric"] and electric
         else:
             visits.append({"start": start, "end": end, "electric": electric})
     for plate, visits in by_plate.items():
-        counted, daily = 0, {}
+        weekly, daily = {}, {}
         for v in visits:
             start, end, electric = v["start"], v["end"], v["electric"]
             if end - start <= (t["new_grace"] if start // 1440 >= t["grace_day"] else t["grace"]):
                 continue
-            counted += 1
+            week = (start // 1440) // 7
+            weekly[week] = weekly.get(week, 0) + 1
             cuts = sorted({start, end} | {d * 1440 + m for d in range(start // 1440, end // 1440 + 1)
                                           for m in (420, 1140) if start < d * 1440 + m < end})
             day_part = night_part = 0
-            weekend_piece = False
+            flat_piece = False
             for a, b in zip(cuts, cuts[1:]):
                 if 420 <= a % 1440 < 1140:
                     day = a // 1440
-                    if day % 7 in t["weekend"]:
+                    if day % 7 in t["weekend"] or (day in t["holidays"] and not electric):
                         day_part += t["flat"]
-                        weekend_piece = True
+                        flat_piece = True
                         continue
                     rate = t["new_rate"] if day >= t["rate_day"] and not electric else t["rate"]
                     cap = t["new_cap"] if day >= t["cap_day"] else t["cap"]
@@ -385,14 +477,18 @@ def independent_charges(t: dict, sessions: list) -> dict:
                 else:
                     night_part += min(t["night_max"], math.ceil((b - a) / 60) * t["night_hour"])
             if electric:
-                day_part -= math.floor(day_part * t["ev"] / 100)
+                percent = t["new_ev"] if start // 1440 >= t["ev_day"] else t["ev"]
+                day_part -= math.floor(day_part * percent / 100)
             charge = day_part + night_part
-            if counted >= t["from"] and (not weekend_piece or electric):
+            loyal = weekly[week] >= t["from"] and (not flat_piece or electric)
+            if loyal:
                 charge = max(0, charge - t["off"])
             if end - start > 1440:
                 charge = min(charge, t["long"] * math.ceil((end - start) / 1440))
+            if not loyal:
+                charge = max(charge, t["minimum"])
             owed[plate] += charge
-    return owed
+    return {plate: 5 * round(total / 5) for plate, total in owed.items()}  # no halves: 5 is odd
 
 
 def test_parking_key_matches_an_independent_reading_of_the_prompt(instances):
@@ -410,30 +506,47 @@ def test_parking_key_matches_an_independent_reading_of_the_prompt(instances):
 
 def test_parking_prompt_is_a_long_specification(instances):
     for generated in instances["code-parking-charges"]:
-        assert 5_000 <= len(generated.prompt) <= 16_000
-        assert generated.prompt.count("Rule ") >= 8 and generated.prompt.count("Amendment ") >= 5
+        assert 7_000 <= len(generated.prompt) <= 16_000
+        assert generated.prompt.count("Rule ") >= 10 and generated.prompt.count("Amendment ") >= 8
 
 
 # A plausible wrong implementation is the reference with one rule misread: the hidden tests catch it in at least
-# `caught` of the instances, and it fails at least `failed` of an instance's tests on average.
+# `caught` of the instances, and it fails at least `failed` of an instance's tests (median over instances). Rules
+# that every hidden test meets fail most tests when misread.
 MISREADINGS = {
-    "no re-entry merging": ("start <= previous[2] + REENTRY", "start < previous[2] - 10 ** 9", 1.0, 0.3),
-    "re-entry limit exclusive": ("start <= previous[2] + REENTRY", "start < previous[2] + REENTRY", 0.8, 0.0),
-    "grace exclusive": ("if end - start <= grace:", "if end - start < grace:", 0.9, 0.0),
+    "no re-entry merging": ("start <= previous[2] + window", "start < previous[2] - 10 ** 9", 1.0, 0.8),
+    "re-entry limit exclusive": ("start <= previous[2] + window", "start < previous[2] + window", 1.0, 0.05),
+    "amendment F ignored": ("window = NEW_REENTRY if start // 1440 >= REENTRY_DAY else REENTRY", "window = REENTRY",
+                            1.0, 0.15),
+    "amendment F by the visit's day": ("window = NEW_REENTRY if start // 1440 >= REENTRY_DAY else REENTRY\n"
+                                       "        previous = last.get(plate)\n",
+                                       "previous = last.get(plate)\n        window = NEW_REENTRY if (previous[1] if "
+                                       "previous else start) // 1440 >= REENTRY_DAY else REENTRY\n", 0.3, 0.0),
+    "grace exclusive": ("if end - start <= grace:", "if end - start < grace:", 1.0, 0.3),
     "grace amendment ignored": ("grace = NEW_GRACE if start // 1440 >= GRACE_DAY else GRACE", "grace = GRACE",
-                                0.9, 0.0),
-    "cap per visit": ("paid = day_paid.get((plate, day), 0)", "paid = 0", 1.0, 0.1),
-    "blocks rounded down": ("-(-minutes // BLOCK)", "(minutes // BLOCK)", 1.0, 0.5),
-    "night hours rounded down": ("-(-minutes // 60)", "(minutes // 60)", 1.0, 0.3),
+                                1.0, 0.2),
+    "cap per visit": ("paid = day_paid.get((plate, day), 0)", "paid = 0", 1.0, 0.8),
+    "blocks rounded down": ("-(-minutes // BLOCK)", "(minutes // BLOCK)", 1.0, 0.7),
+    "night hours rounded down": ("-(-minutes // 60)", "(minutes // 60)", 1.0, 0.8),
     "electric on the night part too": ("        cost = day_part + night_part\n",
                                        "        cost = day_part + night_part\n        if electric:\n"
-                                       "            cost -= night_part * EV_PERCENT // 100\n", 1.0, 0.3),
-    "loyalty exceptions ignored": ("(electric or not weekend)", "True", 0.9, 0.0),
-    "exception to the exception ignored": ("(electric or not weekend)", "(not weekend)", 0.9, 0.0),
-    "amendment D ignored": ("day >= RATE_DAY and not electric", "day >= RATE_DAY", 1.0, 0.1),
-    "amendment B ignored": ("cap = NEW_CAP if day >= CAP_DAY else CAP", "cap = CAP", 0.8, 0.0),
-    "long stays unbounded": ("cost = min(cost, LONG_STAY", "cost = max(cost, LONG_STAY", 0.9, 0.0),
-    "electric if any part is": ("previous[3] and electric", "previous[3] or electric", 0.9, 0.0),
+                                       "            cost -= night_part * percent // 100\n", 1.0, 0.6),
+    "loyalty counted over all weeks": ("week = start // 1440 // 7", "week = 0", 1.0, 0.2),
+    "loyalty exceptions ignored": ("(electric or not weekend)", "True", 1.0, 0.6),
+    "exception to the exception ignored": ("(electric or not weekend)", "(not weekend)", 1.0, 0.25),
+    "amendment D ignored": ("day >= RATE_DAY and not electric", "day >= RATE_DAY", 1.0, 0.25),
+    "amendment B ignored": ("cap = NEW_CAP if day >= CAP_DAY else CAP", "cap = CAP", 1.0, 0.5),
+    "holidays flat for electric too": ("(day in HOLIDAYS and not electric)", "(day in HOLIDAYS)", 1.0, 0.2),
+    "holidays ignored": ("(day in HOLIDAYS and not electric)", "False", 1.0, 0.4),
+    "amendment G ignored": ("NEW_EV_PERCENT if start // 1440 >= EV_DAY else EV_PERCENT", "EV_PERCENT", 1.0, 0.25),
+    "long stays unbounded": ("cost = min(cost, LONG_STAY", "cost = max(cost, LONG_STAY", 1.0, 0.4),
+    "minimum for loyal visits too": ("        if not loyal:\n            cost = max(cost, MINIMUM)",
+                                     "        cost = max(cost, MINIMUM)", 1.0, 0.8),
+    "no minimum": ("        if not loyal:\n            cost = max(cost, MINIMUM)", "", 1.0, 0.9),
+    "each visit rounded": ("        totals[plate] += cost\n", "        totals[plate] += (cost + 2) // 5 * 5\n",
+                           1.0, 0.6),
+    "totals rounded down": ("(total + 2) // 5 * 5", "total // 5 * 5", 1.0, 0.6),
+    "electric if any part is": ("previous[3] and electric", "previous[3] or electric", 1.0, 0.6),
 }
 
 
@@ -448,6 +561,7 @@ def test_hidden_tests_catch_each_misreading(instances):
             wrong = [repr(namespace["charges"](*ast.literal_eval(t.args))) != t.expected for t in generated.key.tests]
             caught += any(wrong)
             failed.append(sum(wrong) / len(wrong))
+        print(f"{name}: caught in {caught}/{SEEDS}, median share of tests failed {median(failed):.2f}")
         assert caught >= caught_share * SEEDS, (name, caught)
         assert median(failed) >= failed_share, (name, median(failed))
 
@@ -465,20 +579,31 @@ def test_a_misread_implementation_scores_partially_in_the_sandbox(instances):
 def test_fairness_each_instance_is_within_reach_of_careful_reasoning(instances):
     """What a solver without tools has to do stays bounded (well under ~30k tokens of thinking, an hour or two by
     hand), while stepping the programs is out of reach:
-    - stack machine: decompile at most ~60 instructions into one update per bounded cell, iterate that recurrence for
-      at most 64 passes until it repeats, then extrapolate cells, accumulators and steps with one division;
-    - recursion: iterate two small recurrences for at most 90 terms until the state repeats, and count the reach from
-      the branches' pattern over n modulo 6 at most;
-    - aliasing and exceptions: programs of at most 90 lines whose traces stay within 650 line events;
-    - tariff: a specification under 4,000 tokens whose every rule is stated with its constants, and two examples."""
+    - stack machine: decompile at most ~90 instructions into one update per bounded cell, group the cells by what
+      each update reads (at most four groups of one or two cells), iterate each group's recurrence until it repeats
+      (at most 130 states in all, while the joint cycle runs to 1,000+), then extrapolate cells, accumulators and
+      steps group by group with one division each;
+    - recursion: iterate two small recurrences for at most 160 terms until the state repeats, count the reach from
+      the branches' pattern over n modulo 6 at most, and sum the reached values over the same tail and cycle;
+    - aliasing: a program of at most 160 lines whose trace stays within 280 line events, each route one documented
+      Python rule, and a closing count of distinct lists over at most 25 names;
+    - exceptions: a program of at most 190 lines whose trace stays within 1,450 line events, most of them the
+      repetitions of short loops over at most 26 values;
+    - tariff: a specification under 4,000 tokens whose every rule and amendment is stated with its constants and
+      order of application, and two examples; every hidden test meets the rules on merging, night pieces, the cap,
+      electric visits, loyalty, the minimum, the rounding and a flat piece."""
     for generated in instances["code-stack-machine"]:
         _, listing, mem = read_machine(generated.prompt)
-        assert len(listing) <= 64 and generated.difficulty["states"] <= 64 and len(mem) <= 6
+        assert len(listing) <= 90 and generated.difficulty["states"] <= 130 and len(mem) <= 8
     for generated in instances["code-memo-recursion"]:
-        assert generated.difficulty["states"] <= 90
+        assert generated.difficulty["states"] <= 160
         assert all(int(q) <= 4 for q in re.findall(r"n % (\d+)", program(generated.prompt)))
-    for item_id in ("code-alias-mutation", "code-exception-flow"):
-        for generated in instances[item_id]:
-            assert program(generated.prompt).count("\n") <= 90 and generated.difficulty["line_events"] <= 650
+    for generated in instances["code-alias-mutation"]:
+        assert program(generated.prompt).count("\n") <= 160 and generated.difficulty["line_events"] <= 280
+        assert generated.difficulty["names"] <= 25
+    for generated in instances["code-exception-flow"]:
+        assert program(generated.prompt).count("\n") <= 190 and generated.difficulty["line_events"] <= 1450
     for generated in instances["code-parking-charges"]:
         assert len(generated.prompt) <= 16_000
+        for test in generated.key.tests:
+            assert len(ast.literal_eval(test.args)[0]) <= 24

@@ -12,6 +12,7 @@ values come from a reference implementation that is also the reference response.
 
 from __future__ import annotations
 
+import gc
 import math
 import sys
 
@@ -72,135 +73,175 @@ def run(program, mem):
 '''
 
 
-def _vm_pass(program: list, mem: list[int], pc: int) -> tuple[int, int]:
-    """Execute from pc through the next LOOP or HALT exclusive of LOOP's effect; return (that pc, steps taken)."""
-    stack, steps = [], 0
-    while True:
-        op, arg = program[pc]
-        steps += 1
-        if op in ("LOOP", "HALT"):
-            return pc, steps
-        pc += 1
-        if op == "PUSH":
-            stack.append(arg)
-        elif op == "LOAD":
-            stack.append(mem[arg])
-        elif op == "STORE":
-            mem[arg] = stack.pop()
-        elif op == "OVER":
-            stack.append(stack[-2])
-        elif op == "ADD":
-            stack.append(stack.pop() + stack.pop())
-        elif op == "MUL":
-            stack.append(stack.pop() * stack.pop())
-        elif op == "SUB":
-            top = stack.pop()
-            stack.append(top - stack.pop())
-        elif op == "MOD":
-            stack.append(stack.pop() % arg)
-        elif op == "SKIP":
-            if stack.pop() % 2 == 1:
-                pc += arg
-        elif op == "JUMP":
-            pc = arg
-        else:
-            raise ValueError(f"unknown instruction {op}")
+def _sm_expr(rng: ItemRng, d: int, leader: int | None, m: int) -> tuple[list, str]:
+    """Code pushing an expression of mem[d] (and, for a follower, of its leader's cell), and the same in Python."""
+    k, c = rng.choice([k for k in range(2, 10) if math.gcd(k, m) == 1]), rng.randint(1, 19)
+    if leader is None:
+        shape = rng.choice([0, 1, 2, 3, 4, 5, 5, 5])
+        code, text = [
+            ([("LOAD", d), ("PUSH", k), ("MUL", None), ("PUSH", c), ("ADD", None)], f"{k} * m[{d}] + {c}"),
+            ([("LOAD", d), ("PUSH", k), ("MUL", None), ("PUSH", c), ("SUB", None)], f"{c} - {k} * m[{d}]"),
+            ([("LOAD", d), ("LOAD", d), ("MUL", None), ("PUSH", c), ("ADD", None)], f"m[{d}] * m[{d}] + {c}"),
+            ([("LOAD", d), ("PUSH", c), ("OVER", None), ("ADD", None), ("MUL", None)], f"m[{d}] * (m[{d}] + {c})"),
+            ([("PUSH", c), ("LOAD", d), ("PUSH", k), ("MUL", None), ("SUB", None)], f"{k} * m[{d}] - {c}"),
+            ([("PUSH", c), ("LOAD", d), ("ADD", None)], f"m[{d}] + {c}"),
+        ][shape]
+    else:
+        x = leader
+        shape = rng.randint(0, 3)
+        code, text = [
+            ([("LOAD", d), ("PUSH", k), ("MUL", None), ("LOAD", x), ("ADD", None), ("PUSH", c), ("ADD", None)],
+             f"{k} * m[{d}] + m[{x}] + {c}"),
+            ([("LOAD", x), ("LOAD", d), ("MUL", None), ("PUSH", c), ("ADD", None)], f"m[{x}] * m[{d}] + {c}"),
+            ([("LOAD", d), ("PUSH", k), ("MUL", None), ("LOAD", x), ("SUB", None)], f"m[{x}] - {k} * m[{d}]"),
+            ([("LOAD", d), ("LOAD", x), ("OVER", None), ("MUL", None), ("ADD", None), ("PUSH", c), ("ADD", None)],
+             f"m[{d}] + m[{x}] * m[{d}] + {c}"),
+        ][shape]
+    return code, text
 
 
-def _sm_assign(rng: ItemRng, d: int, cells: list[int], moduli: dict[int, int]) -> list:
-    """mem[d] = (an expression of mem[d] and other state cells) % moduli[d], in one of five shapes."""
-    m = moduli[d]
-    others = [c for c in cells if c != d]
-    s, t = rng.choice(others), rng.choice(cells)
-    k = rng.choice([k for k in range(2, 10) if math.gcd(k, m) == 1])
-    c = rng.randint(1, 19)
-    shape = rng.randint(0, 4)
-    if shape == 0:    # k*d + s + c
-        code = [("LOAD", d), ("PUSH", k), ("MUL", None), ("LOAD", s), ("ADD", None), ("PUSH", c), ("ADD", None)]
-    elif shape == 1:  # s - k*d, as SUB takes the top minus the item below it
-        code = [("LOAD", d), ("PUSH", k), ("MUL", None), ("LOAD", s), ("SUB", None)]
-    elif shape == 2:  # d + d*t + c, through OVER
-        code = [("LOAD", d), ("LOAD", t), ("OVER", None), ("MUL", None), ("ADD", None), ("PUSH", c), ("ADD", None)]
-    elif shape == 3:  # d - s*t
-        code = [("LOAD", s), ("LOAD", t), ("MUL", None), ("LOAD", d), ("SUB", None)]
-    else:             # c - s*t
-        code = [("LOAD", s), ("LOAD", t), ("MUL", None), ("PUSH", c), ("SUB", None)]
-    return code + [("MOD", m), ("STORE", d)]
+def _sm_assign(rng: ItemRng, d: int, moduli: dict[int, int], leader: int | None) -> tuple[list, list[str]]:
+    """mem[d] = (an expression of mem[d], and of its leader's cell for a follower) % moduli[d]."""
+    code, text = _sm_expr(rng, d, leader, moduli[d])
+    return code + [("MOD", moduli[d]), ("STORE", d)], [f"m[{d}] = ({text}) % {moduli[d]}"]
 
 
-def _sm_accumulate(rng: ItemRng, a: int, cells: list[int]) -> list:
-    """mem[a] += k * mem[s], or mem[a] += 1."""
-    if rng.randint(0, 2) == 0:
-        return [("LOAD", a), ("PUSH", 1), ("ADD", None), ("STORE", a)]
-    s, k = rng.choice(cells), rng.randint(1, 7)
+def _sm_accumulate(rng: ItemRng, a: int, group: list[int]) -> tuple[list, list[str]]:
+    """mem[a] += 1, += k * mem[s] or += mem[s] * mem[t], reading cells of one group only."""
+    kind = rng.randint(0, 3)
+    if kind == 0:
+        return [("LOAD", a), ("PUSH", 1), ("ADD", None), ("STORE", a)], [f"m[{a}] += 1"]
+    s, t = rng.choice(group), rng.choice(group)
+    if kind == 1:
+        return ([("LOAD", s), ("LOAD", t), ("MUL", None), ("LOAD", a), ("ADD", None), ("STORE", a)],
+                [f"m[{a}] += m[{s}] * m[{t}]"])
+    k = rng.randint(1, 7)
     scaled = [] if k == 1 else [("PUSH", k), ("MUL", None)]
-    return [("LOAD", s)] + scaled + [("LOAD", a), ("ADD", None), ("STORE", a)]
+    return [("LOAD", s)] + scaled + [("LOAD", a), ("ADD", None), ("STORE", a)], [f"m[{a}] += {k} * m[{s}]"]
 
 
-def _sm_program(rng: ItemRng, cells: list[int], moduli: dict[int, int], accs: list[int]) -> list:
-    """A loop body (one update per state cell, a two-way conditional, an accumulation), LOOP back to 0, HALT."""
-    blocks = [_sm_assign(rng, d, cells, moduli) for d in cells]
-    s, c = rng.choice(cells), rng.randint(0, 9)
-    d = rng.choice([x for x in cells if x != s])
-    then = _sm_assign(rng, d, cells, moduli)  # runs when mem[s] + c is even
-    other = _sm_accumulate(rng, accs[0], cells) if rng.randint(0, 1) else _sm_assign(rng, d, cells, moduli)
-    blocks.insert(rng.randint(0, len(blocks)),
-                  [("LOAD", s), ("PUSH", c), ("ADD", None), ("SKIP", len(then) + 1)] + then + [("JUMP", "end")]
-                  + other + [("END", None)])
-    blocks.insert(rng.randint(0, len(blocks)), _sm_accumulate(rng, accs[1], cells))
+def _sm_branch(rng: ItemRng, s: int, then: tuple, other: tuple | None) -> tuple[list, list[str]]:
+    """Run `then` when mem[s] + c is even (SKIP jumps over it on odd), else `other` (or nothing)."""
+    c = rng.randint(0, 9)
+    test = [("LOAD", s), ("PUSH", c), ("ADD", None)]
+    then_code, then_py = then
+    if other is None:
+        code = test + [("SKIP", len(then_code))] + then_code
+        py = [f"if (m[{s}] + {c}) % 2 == 0:"] + ["    " + line for line in then_py] + [
+            f"    steps += {len(then_code)}"]
+    else:
+        other_code, other_py = other
+        code = test + [("SKIP", len(then_code) + 1)] + then_code + [("JUMP", "end")] + other_code + [("END", None)]
+        py = ([f"if (m[{s}] + {c}) % 2 == 0:"] + ["    " + line for line in then_py]
+              + [f"    steps += {len(then_code) + 1}", "else:"] + ["    " + line for line in other_py]
+              + [f"    steps += {len(other_code)}"])
+    return code, py, 4  # the test and the SKIP always run
+
+
+def _sm_program(rng: ItemRng, groups: list[list[int]], moduli: dict[int, int], accs: list[int]):
+    """A loop body over independent groups of cells (a group: a lone cell, or a leader and a follower reading it):
+    one update per cell, two conditionals and two accumulations, each reading a single group, shuffled together;
+    LOOP back to 0, HALT. Returns the listing and the pass as Python (for the generator's fast solver)."""
+    leader_of = {cell: (group[0] if i else None) for group in groups for i, cell in enumerate(group)}
+    blocks = []
+    for group in groups:
+        for cell in group:
+            code, py = _sm_assign(rng, cell, moduli, leader_of[cell])
+            blocks.append((code, py, len(code)))
+    group = rng.choice(groups)  # a piecewise update: which of two maps a cell takes depends on a parity
+    s, d = rng.choice(group), rng.choice(group)
+    then = _sm_assign(rng, d, moduli, leader_of[d])
+    other = _sm_accumulate(rng, accs[0], group) if rng.randint(0, 1) else _sm_assign(rng, d, moduli, leader_of[d])
+    blocks.insert(rng.randint(0, len(blocks)), _sm_branch(rng, s, then, other))
+    group = rng.choice(groups)
+    blocks.insert(rng.randint(0, len(blocks)), _sm_branch(rng, rng.choice(group),
+                                                          _sm_accumulate(rng, accs[1], group), None))
+    blocks.insert(rng.randint(0, len(blocks)), (*(a := _sm_accumulate(rng, accs[0], rng.choice(groups))),
+                                                len(a[0])))
     program: list = []
-    for block in blocks:
-        end = len(program) + len(block) - 1  # where the END marker stands, once dropped: the next block's start
-        program += [(op, end if arg == "end" else arg) for op, arg in block if op != "END"]
-    return program + [("LOOP", 0), ("HALT", None)]
+    py = ["def one_pass(m):", "    steps = 1"]  # the LOOP's step
+    for code, lines, fixed in blocks:
+        end = len(program) + len(code) - 1  # where the END marker stands, once dropped: the next block's start
+        program += [(op, end if arg == "end" else arg) for op, arg in code if op != "END"]
+        py += ["    " + line for line in lines] + [f"    steps += {fixed}"]
+    py.append("    return steps")
+    namespace: dict = {}
+    exec(compile("\n".join(py) + "\n", "<pass>", "exec"), namespace)
+    return program + [("LOOP", 0), ("HALT", None)], namespace["one_pass"]
 
 
-def _sm_solve(program: list, mem: list[int], state_cells: list[int]) -> tuple[list[int], int, int, int]:
-    """Run the loop pass by pass until its state cells repeat, then extrapolate to cell 0's count of passes.
+def _sm_cycle(states: list[tuple]) -> tuple[int, int] | None:
+    """Tail and period of a sequence that repeats once its state does (None: no repeat seen)."""
+    seen: dict[tuple, int] = {}
+    for i, state in enumerate(states):
+        if state in seen:
+            return seen[state], i - seen[state]
+        seen[state] = i
+    return None
 
-    Accumulator cells never feed back into the state cells or the branches, so each pass's effect on them and its
-    step count are functions of the state at its start. Returns the final memory, the steps run() returns, and the
-    tail and period of the state sequence."""
+
+def _sm_solve(one_pass, mem: list[int], bounded: list[int], limit: int):
+    """Run the loop pass by pass until the bounded cells repeat jointly (at most `limit` passes), then extrapolate
+    to cell 0's count of passes. Accumulator cells never feed back, so each pass's effect on them and its step
+    count are functions of the bounded cells at its start. Returns the final memory, the steps run() returns, the
+    joint tail and period, and the memory at every pass start (None when no repeat came within the limit)."""
     passes = mem[0]
     seen: dict[tuple, int] = {}
-    before, steps = [], []  # memory at the start of pass i, steps of pass i (its LOOP included)
+    before, steps = [], []
     current = list(mem)
     while True:
-        state = tuple(current[c] for c in state_cells)
-        if state in seen or len(before) == passes:
+        state = tuple(current[c] for c in bounded)
+        if state in seen:
             break
+        if len(before) == limit:
+            return None
         seen[state] = len(before)
         before.append(list(current))
-        steps.append(_vm_pass(program, current, 0)[1])
+        steps.append(one_pass(current))
         current[0] -= 1
     before.append(current)
     done = len(before) - 1
-    if done == passes:  # no repeat before the loop ended: the plain trace
-        final, total, tail, period = current, sum(steps), done, 0
-    else:
-        tail = seen[state]
-        period = done - tail
-        cycles, rest = divmod(passes - tail, period)
-        final = list(before[tail + rest])
-        for c in range(1, len(mem)):
-            if c not in state_cells:
-                gain = lambda i, j: before[j][c] - before[i][c]  # noqa: E731
-                final[c] = before[0][c] + gain(0, tail) + cycles * gain(tail, done) + gain(tail, tail + rest)
-        total = sum(steps[:tail]) + cycles * sum(steps[tail:]) + sum(steps[tail:tail + rest])
+    tail = seen[state]
+    period = done - tail
+    cycles, rest = divmod(passes - tail, period)
+    final = list(before[tail + rest])
+    for c in range(1, len(mem)):
+        if c not in bounded:
+            final[c] = before[tail + rest][c] + cycles * (before[done][c] - before[tail][c])
+    total = sum(steps[:tail]) + cycles * sum(steps[tail:]) + sum(steps[tail:tail + rest])
     final[0] = 0
-    return final, total + 1, tail, period  # + 1: the HALT
+    return final, total + 1, tail, period, before  # + 1: the HALT
 
 
-def stack_machine(rng: ItemRng, *, cells: int = 3, max_modulus: int = 13, loop_log10: int = 10) -> Generated:
-    """A counted loop over a few state cells kept small by MOD, with accumulators, run for 10^loop_log10 passes:
-    its output needs the cycle of the state cells, found by reasoning, not the trace."""
-    state_cells = list(range(1, cells + 1))
+def stack_machine(rng: ItemRng, *, cells: int = 5, max_modulus: int = 23, loop_log10: int = 10) -> Generated:
+    """A counted loop over cells kept small by MOD, in independent groups whose code is shuffled together, with
+    accumulators, run for 10^loop_log10 passes: the cells' joint cycle runs to thousands of passes, so the output
+    needs the groups found in the bytecode and each group's own short cycle, not the joint trace."""
+    bounded = list(range(1, cells + 1))
     accs = [cells + 1, cells + 2]
-    moduli = {d: rng.randint(5, max_modulus) for d in state_cells}
-    program = _sm_program(rng, state_cells, moduli, accs)
-    passes = rng.randint(10 ** (loop_log10 - 1), 10 ** loop_log10)
-    mem = [passes] + [rng.randint(0, moduli[d] - 1) for d in state_cells] + [0, 0]
-    final, steps, tail, period = _sm_solve(program, mem, state_cells)
+    for attempt in range(2000):  # redraw until the joint cycle is far longer than the groups' own cycles together
+        order = rng.sample(bounded, cells)
+        groups = [order[:2]] + [[c] for c in order[2:]]  # a leader and its follower, then lone cells
+        moduli = {d: rng.randint(max_modulus // 2, max_modulus) for d in bounded}
+        program, one_pass = _sm_program(rng, groups, moduli, accs)
+        passes = rng.randint(10 ** (loop_log10 - 1), 10 ** loop_log10)
+        mem = [passes] + [rng.randint(0, moduli[d] - 1) for d in bounded] + [0, 0]
+        trial, starts = list(mem), []
+        for _ in range(6 * max_modulus):  # each group's own tail and cycle, from the first passes
+            starts.append(tuple(trial[c] for c in bounded))
+            one_pass(trial)
+        own = [_sm_cycle([tuple(s[bounded.index(c)] for c in group) for s in starts]) for group in groups]
+        if None in own:
+            continue
+        group_states = sum(t + p for t, p in own)
+        joint = max(t for t, _ in own) + math.lcm(*(p for _, p in own))
+        if not 1000 <= joint <= 10000:
+            continue
+        final, steps, tail, period, _ = _sm_solve(one_pass, mem, bounded, 10000)
+        assert tail + period == joint
+        break
+    else:
+        raise ValueError(f"no joint cycle of 1000 to 4000 passes with moduli up to {max_modulus}")
     listing = "PROGRAM = [\n" + "".join(
         f"    {(op, arg)!r},{' ' * (16 - len(repr((op, arg))))}# {i}\n" for i, (op, arg) in enumerate(program)) + "]\n"
     source = (VM_SOURCE + "\n\n" + listing + f"mem = {mem!r}\nsteps = run(PROGRAM, mem)\nprint(steps)\n"
@@ -208,8 +249,8 @@ def stack_machine(rng: ItemRng, *, cells: int = 3, max_modulus: int = 13, loop_l
     intro = ("Here is a small stack-machine interpreter, a program for it and a script that runs it. The "
              "interpreter's comments and code define every instruction exactly.")
     return _trace_item(intro, source, "What does this script print?", [steps] + final[1:],
-                       {"states": tail + period, "tail": tail, "period": period,
-                        "trace_log10": round(math.log10(steps), 2)})
+                       {"states": group_states, "joint_states": tail + period, "attempts": attempt + 1, "tail": tail, "period": period,
+                        "instructions": len(program), "trace_log10": round(math.log10(steps), 2)})
 
 
 # ---------------------------------------------------------------- mutual recursion with memos, far too deep to trace
@@ -268,8 +309,8 @@ def _mr_unmemoised_log10(shapes: dict, top: int) -> float:
     return round(math.log10(count["f"][top] + count["g"][top]), 1)
 
 
-def _mr_reach(shapes: dict, top: int) -> int:
-    """How many (function, argument) pairs f(top) and then g(top) reach, each evaluated once thanks to the memos."""
+def _mr_reach(shapes: dict, top: int) -> set[tuple[str, int]]:
+    """The (function, argument) pairs f(top) and then g(top) reach, each evaluated once thanks to the memos."""
     reached, stack = set(), [("f", top), ("g", top)]
     while stack:
         name, n = stack.pop()
@@ -280,42 +321,61 @@ def _mr_reach(shapes: dict, top: int) -> int:
             shape = shapes[name]
             stack += [(callee, n - back) for callee, back in
                       (shape["then"] if n % shape["q"] == shape["r"] else shape["other"])]
-    return len(reached)
+    return reached
 
 
-def memo_recursion(rng: ItemRng, *, modulus: int = 9, argument: int = 6000) -> Generated:
+def _mr_reach_period(reached: set, top: int, low: int) -> int:
+    """The period of the reached pattern (which of f(n) and g(n) are reached) from n = low up to near top."""
+    pattern = [(("f", n) in reached, ("g", n) in reached) for n in range(low, top - 40)]
+    for period in range(1, 61):
+        if all(pattern[i] == pattern[i + period] for i in range(len(pattern) - period)):
+            return period
+    return 0
+
+
+def memo_recursion(rng: ItemRng, *, modulus: int = 13, argument: int = 6000) -> Generated:
     """Two mutually recursive memoised functions evaluated at an argument in the thousands: the values need the
-    period of the sequences, and the call count needs which arguments the recursion reaches."""
+    period of the sequences, the call count needs which arguments the recursion reaches, and the sums of the
+    memo tables need both at once."""
     while True:  # redraw until the recursion skips a share of the arguments, so the call count needs its reach
         mf, mg = rng.sample(range(max(3, modulus - 5), modulus + 1), 2)
         f_source, f_shape = _mr_function(rng, "f", "F", mf)
         g_source, g_shape = _mr_function(rng, "g", "G", mg)
         top = rng.randint(argument // 2, argument)
-        reach = _mr_reach({"f": f_shape, "g": g_shape}, top)
-        if reach <= 0.95 * (2 * top + 2):
+        reached = _mr_reach({"f": f_shape, "g": g_shape}, top)
+        if len(reached) <= 0.95 * (2 * top + 2):
             break
     definitions = ("import sys\n\nsys.setrecursionlimit(100_000)\nF, G = {}, {}\ncalls = 0\n\n\n"
                    + f_source + "\n\n" + g_source)
-    source = definitions + f"\n\nprint(f({top}))\nprint(g({top}))\nprint(calls)\n"
+    source = definitions + (f"\n\nprint(f({top}))\nprint(g({top}))\nprint(calls)\nprint(sum(F.values()))\n"
+                            "print(sum(G.values()))\n")
     # The values come from the shown functions called in increasing n (every call shallow, so the kit's recursion
-    # limit is left alone); the call count is the reach, as memoised calls each run a body once.
+    # limit is left alone); the call count is the reach, as memoised calls each run a body once, and the memos hold
+    # exactly the reached arguments' values.
     ascending: dict = {}
     exec(compile(definitions.replace("sys.setrecursionlimit(100_000)\n", ""), "<generated>", "exec"), ascending)
     f, g = ascending["f"], ascending["g"]
     tail, period = _mr_cycle(f, g, math.lcm(f_shape["phase"], g_shape["phase"]), top)
     for n in range(top + 1):
         f(n), g(n)
-    return _trace_item("Read this Python 3.11 program.", source, "What does it print?", [f(top), g(top), reach],
-                       {"states": tail + period, "tail": tail, "period": period,
+    sums = [sum((f, g)[name == "g"](n) for name, n in reached if name == which) for which in ("f", "g")]
+    reach_period = _mr_reach_period(reached, top, 3)
+    return _trace_item("Read this Python 3.11 program.", source, "What does it print?",
+                       [f(top), g(top), len(reached)] + sums,
+                       {"states": tail + period, "tail": tail, "period": period, "reach_period": reach_period,
+                        "sum_period": math.lcm(period, reach_period) if reach_period else 0,
                         "unmemoised_calls_log10": _mr_unmemoised_log10({"f": f_shape, "g": g_shape}, top),
-                        "reached_share": round(reach / (2 * top + 2), 3)})
+                        "reached_share": round(len(reached) / (2 * top + 2), 3)})
 
 
 # ---------------------------------------------------------------- aliasing: shared lists through many routes
 
 _NAMES = ["acc", "bag", "pool", "keep", "tally", "log", "buf", "stash", "heap", "row", "lot", "crate", "deck",
           "pile", "sack", "tray", "rack", "hod", "cart", "jar", "box", "cup", "vat", "tub", "kit", "net", "pod",
-          "urn", "case", "drum", "tank", "well", "nest", "hold", "shelf", "chest", "bowl", "pan", "pot", "tin", "sink"]
+          "urn", "case", "drum", "tank", "well", "nest", "hold", "shelf", "chest", "bowl", "pan", "pot", "tin", "sink",
+          "bin", "can", "jug", "mug", "sac", "vial", "flask", "crib", "loft", "bay", "dock", "pen", "coop", "barn",
+          "silo", "vault", "safe", "till", "purse", "wallet", "folder", "sheaf", "stack", "queue", "ring", "chain",
+          "band", "roll", "reel", "spool", "bunch", "batch", "clump", "heap2", "store", "depot"]
 
 
 class _Alias:
@@ -522,9 +582,101 @@ def _alias_unbound(p: _Alias) -> None:
            "        return -v", "", f"{src}.append({fn}({p.small()}))", f"print({fn}({p.small()}) + sum({src}))")
 
 
+def _alias_chained(p: _Alias) -> None:
+    """A chained assignment binds both names to one list; += extends it in place, + makes a new one."""
+    (src,) = p.pick()
+    x, y = p.fresh(), p.fresh()
+    p.emit(f"{x} = {y} = {src}", f"{x} += [{p.small()}]", f"{y} = {y} + [{p.small()}]",
+           f"{x}[len({x}):] = [len({y})]")
+    p.lists += [x, y]
+    p.show(src, y)
+
+
+def _alias_targets(p: _Alias) -> None:
+    """The right side is evaluated first, then the targets are assigned left to right, so a later subscript target
+    sees the item an earlier target just stored."""
+    (src,) = p.pick()
+    a, b = p.small(), p.small()
+    p.emit(f"{src} += [{p.small()}, {p.small()}]", f"{src}[0], {src}[{src}[0] % len({src})] = {a}, {b}")
+    p.show(src)
+
+
+def _alias_unpack(p: _Alias) -> None:
+    """Starred unpacking builds a new list; slice assignment splices it back into the original."""
+    (src,) = p.pick()
+    head, rest = p.fresh(), p.fresh()
+    p.emit(f"{head}, *{rest} = {src} + [{p.small()}]", f"{rest}.append({head})", f"{src}[1:2] = {rest}")
+    p.lists.append(rest)
+    p.show(src, rest)
+
+
+def _alias_dict_iadd(p: _Alias) -> None:
+    """+= on a dict's list value extends that list in place (and stores it back); a shallow dict copy shares it."""
+    (src,) = p.pick()
+    d, e = p.fresh(), p.fresh()
+    p.emit(f"{d} = {{'k': {src}}}", f"{d}['k'] += [{p.small()}]", f"{e} = dict({d})", f"{e}['k'].append({p.small()})",
+           f"{e}['k'] = {e}['k'] + [{p.small()}]", f"print(sum({d}['k']) * 10 + len({e}['k']) + len({src}))")
+    p.lists.append(f"{e}['k']")
+
+
+def _alias_insert(p: _Alias) -> None:
+    """Inserting at the front while a for loop walks the list makes the loop meet the same item again."""
+    (src,) = p.pick()
+    seen, k = p.fresh(), p.rng.randint(2, 3)
+    p.emit(f"{src}.append({p.small()})", f"{seen} = []", f"for i, v in enumerate({src}):", f"    if i < {k}:",
+           f"        {src}.insert(0, v + i)", f"    {seen}.append(v)")
+    p.lists.append(seen)
+    p.show(seen, src)
+
+
+def _alias_walk(p: _Alias) -> None:
+    """A generator that appends to the list it walks: the for loop inside it meets the appended items too."""
+    (src,) = p.pick()
+    fn = "walk_" + p.fresh()
+    p.emit(f"def {fn}(xs):", "    for v in xs:", "        if v % 2 == 1:", "            xs.append(v - 1)",
+           "        yield v", "", f"print(sum({fn}({src})) + len({src}))")
+
+
+def _alias_for_target(p: _Alias) -> None:
+    """A for loop may assign to any target, here an item of a list: the item keeps the last value."""
+    (src,) = p.pick()
+    p.emit(f"{src}.append(0)", f"for {src}[-1] in range({p.small()}, {p.rng.randint(10, 14)}):", "    pass")
+    p.show(src)
+
+
+def _alias_walrus(p: _Alias) -> None:
+    """The walrus in a comprehension binds the name in the enclosing scope; the loop variable stays local to it."""
+    (src,) = p.pick()
+    last, ys = p.fresh(), p.fresh()
+    v0 = p.rng.randint(20, 40)
+    p.emit(f"v = {v0}", f"{ys} = [({last} := v * 2) for v in {src} if v % 2 == 0]",
+           f"print(v + len({ys}) * 10 + ({last} if {ys} else 0))")
+    p.lists.append(ys)
+
+
+def _alias_del_slice(p: _Alias) -> None:
+    """del on an extended slice of an alias removes items from the shared list; a copy taken before keeps them."""
+    (src,) = p.pick()
+    alias, before = p.fresh(), p.fresh()
+    p.emit(f"{alias}, {before} = {src}, {src}[:]", f"del {alias}[::2]", f"{src}[:0] = [len({before})]")
+    p.lists += [alias, before]
+    p.show(src, before)
+
+
+def _alias_imul(p: _Alias) -> None:
+    """*= repeats a list in place, so every alias sees it; * makes a new list."""
+    a, b = p.pick(2)
+    same = p.fresh()
+    p.emit(f"{same} = {a}", f"{same} *= 2", f"{b} = {b} * 2")
+    p.lists.append(same)
+    p.show(a, b)
+
+
 _ALIAS_GADGETS = [_alias_rows, _alias_grow, _alias_fromkeys, _alias_lambdas, _alias_generator, _alias_slices,
                   _alias_remove, _alias_tuple, _alias_class, _alias_default_time, _alias_nested, _alias_setdefault,
-                  _alias_nested_generator, _alias_zip, _alias_closures, _alias_unbound]
+                  _alias_nested_generator, _alias_zip, _alias_closures, _alias_unbound, _alias_chained,
+                  _alias_targets, _alias_unpack, _alias_dict_iadd, _alias_insert, _alias_walk, _alias_for_target,
+                  _alias_walrus, _alias_del_slice, _alias_imul]
 
 
 def _traced(source: str) -> tuple[list[int], dict]:
@@ -544,33 +696,45 @@ def _traced(source: str) -> tuple[list[int], dict]:
 
     namespace = {"print": printed.append, "__name__": "__main__"}
     code = compile(source, "<generated>", "exec")
-    previous = sys.gettrace()
+    previous, collecting = sys.gettrace(), gc.isenabled()
+    gc.disable()  # the cyclic collector would finalise left-over generators at arbitrary points of the trace
     sys.settrace(tracer)
     try:
         exec(code, namespace)
     finally:
         sys.settrace(previous)
+        if collecting:
+            gc.enable()
     return printed, counts
 
 
-def alias_mutation(rng: ItemRng, *, gadgets: int = 8) -> Generated:
+def alias_mutation(rng: ItemRng, *, gadgets: int = 16) -> Generated:
     """Lists shared through a mutable default and then reached by `gadgets` further routes, each picking up lists
-    that earlier routes bound, so the routes' interactions decide every print."""
-    p = _Alias(rng)
-    for _ in range(2):
-        name = p.fresh()
-        p.emit(f"{name} = [{', '.join(str(rng.randint(0, 9)) for _ in range(rng.randint(2, 4)))}]")
-        p.lists.append(name)
-    p.emit("")
-    _alias_default(p)
-    for gadget in rng.sample(_ALIAS_GADGETS, min(gadgets, len(_ALIAS_GADGETS))) + [
-            rng.choice(_ALIAS_GADGETS) for _ in range(gadgets - len(_ALIAS_GADGETS))]:
+    that earlier routes bound, so the routes' interactions decide every print; the last two prints ask how many
+    distinct lists all the names bound along the way refer to and what they hold in all."""
+    while True:  # redraw the rare program that raises (a route met a list another route emptied)
+        p = _Alias(rng)
+        for _ in range(2):
+            name = p.fresh()
+            p.emit(f"{name} = [{', '.join(str(rng.randint(0, 9)) for _ in range(rng.randint(2, 4)))}]")
+            p.lists.append(name)
         p.emit("")
-        gadget(p)
-    source = "\n".join(p.lines).replace("\n\n    ", "\n    ") + "\n"
-    printed, counts = _traced(source)
+        _alias_default(p)
+        for gadget in rng.sample(_ALIAS_GADGETS, min(gadgets, len(_ALIAS_GADGETS))) + [
+                rng.choice(_ALIAS_GADGETS) for _ in range(gadgets - len(_ALIAS_GADGETS))]:
+            p.emit("")
+            gadget(p)
+        names = ", ".join(dict.fromkeys(p.lists))
+        p.emit("", f"every = [{names}]", "print(len({id(v) for v in every}))", "print(sum(map(sum, every)))")
+        source = "\n".join(p.lines).replace("\n\n    ", "\n    ") + "\n"
+        try:
+            printed, counts = _traced(source)
+        except Exception:  # noqa: BLE001 - our own program; a raising one is redrawn
+            continue
+        break
     return _trace_item("Read this Python 3.11 program.", source, "What does it print?", printed,
-                       {"line_events": counts["lines"], "lines": source.count("\n")})
+                       {"line_events": counts["lines"], "lines": source.count("\n"),
+                        "distinct_lists": printed[-2], "names": len(dict.fromkeys(p.lists))})
 
 
 # ---------------------------------------------------------------- exceptions: handlers, finally, managers, generators
@@ -617,7 +781,7 @@ def _flow_gate(p: _Flow) -> None:
     p.emit("", "", f"class {cls}:", "    def __init__(self):", "        self.opened = 0", "",
            "    def __enter__(self):", "        self.opened += 1", "        return self", "",
            "    def __exit__(self, kind, value, tb):", "        log.append(self.opened)",
-           f"        return kind is KeyError and self.opened % {p.rng.randint(2, 3)} != 0", "", "",
+           f"        return kind is KeyError and self.opened % {5 - a} != 0", "", "",  # not a's: some suppressed
            f"{gate}, {total} = {cls}(), 0", f"for x in {p.span()}:", "    try:", f"        with {gate}:",
            f"            if x % {a} == 0:", "                raise KeyError(x)", f"            if x % {b} == 0:",
            "                raise IndexError(x)", f"            {total} += x",
@@ -674,7 +838,7 @@ def _flow_unbound(p: _Flow) -> None:
     """The name bound by `except ... as` is deleted when its handler ends."""
     name = p.fresh("err")
     v = p.rng.randint(2, 9)
-    p.emit("", "", f"{name} = {v}", "try:", f"    log.append(log[{p.rng.randint(30, 60)}])",
+    p.emit("", "", f"{name} = {v}", "try:", f"    log.append(log[{p.rng.randint(1000, 1999)}])",
            f"except IndexError as {name}:",
            "    log.append(len(log))", "try:", f"    log.append({name} * 2)", "except NameError:",
            f"    log.append(-{v})", "print(sum(log))")
@@ -697,11 +861,81 @@ def _flow_nested_with(p: _Flow) -> None:
            f"        {total} += err.args[0] * (10 if isinstance(err, KeyError) else -1)", f"print({total} + len(log))")
 
 
+def _flow_groups(p: _Flow) -> None:
+    """except* splits an ExceptionGroup: every matching clause runs once on its part, the unmatched rest is raised
+    on as a group; a naked exception is matched as if wrapped, and propagates naked when nothing matches it."""
+    fn, total = p.fresh("burst"), p.fresh("total")
+    a, b, c = p.rng.sample([2, 3, 4, 5, 7], 3)
+    k = p.rng.randint(2, 9)
+    p.emit("", "", f"def {fn}(x):", "    errors = []", f"    if x % {a} == 0:", "        errors.append(ValueError(x))",
+           f"    if x % {b} == 0:", "        errors.append(KeyError(x))", f"    if x % {c} == 0:",
+           "        errors.append(TypeError(x))", "    if len(errors) > 1:",
+           "        raise ExceptionGroup('burst', errors)", "    if errors:", "        raise errors[0]", "    return x",
+           "", "", f"{total} = 0", f"for x in {p.span()}:", "    try:", "        try:", f"            {total} += {fn}(x)",
+           "        except* ValueError as group:", f"            {total} -= len(group.exceptions)",
+           "            log.append(x)", "        except* KeyError:", f"            {total} += {k}",
+           "    except Exception as err:", f"        {total} += 100 if isinstance(err, ExceptionGroup) else 1",
+           f"print({total} + len(log))")
+
+
+def _flow_relay(p: _Flow) -> None:
+    """yield from hands each send to a subgenerator and evaluates to its return value; the outer generator's own
+    return value arrives as StopIteration.value."""
+    sub, relay, r, out = p.fresh("sub"), p.fresh("relay"), p.fresh("r"), p.fresh("out")
+    l1, l2 = p.rng.randint(4, 9), p.rng.randint(10, 16)
+    p.emit("", "", f"def {sub}(limit):", "    total = 0", "    while True:", "        v = yield total",
+           "        if v > limit:", "            return total", "        total += v", "", "",
+           f"def {relay}():", f"    a = yield from {sub}({l1})", "    log.append(a)", f"    b = yield from {sub}({l2})",
+           "    return a * 100 + b", "", "", f"{r} = {relay}()", f"next({r})", f"{out} = []",
+           f"for v in {p.span()}:", "    try:", f"        {out}.append({r}.send(v % {p.rng.randint(11, 17)}))",
+           "    except StopIteration as stop:", f"        {out}.append(stop.value)", f"        {r} = {relay}()",
+           f"        next({r})", f"print(sum({out}) + len(log))")
+
+
+def _flow_returned_list(p: _Flow) -> None:
+    """finally runs after the return value is computed: it can still mutate the list being returned, but not a copy
+    taken by the return expression."""
+    fn = p.fresh("grab")
+    a, b = p.rng.sample(range(2, 6), 2)
+    p.emit("", "", f"def {fn}(x):", "    box = [x]", "    try:", f"        if x % {a} == 0:",
+           "            raise ValueError(x)", "        return box", "    except ValueError:", "        box.append(-x)",
+           "        return box[:]", "    finally:", f"        box.append(x * {p.rng.randint(2, 4)})",
+           f"        if x % {b} == 0:", "            log.append(len(box))", "", "",
+           f"print(sum(sum({fn}(x)) for x in {p.span()}) + len(log))")
+
+
+def _flow_enter(p: _Flow) -> None:
+    """An exception in __enter__ skips the body and __exit__ alike; __exit__ suppresses whenever it returns a
+    truthy value, here an int."""
+    cls, total = p.fresh("Lock"), p.fresh("total")
+    a, b = p.rng.randint(5, 8), p.rng.randint(2, 4)
+    p.emit("", "", f"class {cls}:", "    def __init__(self, x):", "        self.x = x", "", "    def __enter__(self):",
+           f"        if self.x % {a} == 0:", "            raise KeyError(self.x)", "        log.append(self.x)",
+           "        return self.x * 2", "", "    def __exit__(self, kind, value, tb):", "        log.append(-1)",
+           f"        return len(log) % {p.rng.choice([3, 5])}", "", "", f"{total} = 0", f"for x in {p.span()}:",
+           "    try:", f"        with {cls}(x) as v:", f"            if x % {b} == 0:", "                raise ValueError(v)",
+           f"            {total} += v", f"        {total} += 1", "    except KeyError:", f"        {total} -= 5",
+           "    except ValueError as err:", f"        {total} += err.args[0]", f"print({total} + len(log))")
+
+
+def _flow_context(p: _Flow) -> None:
+    """raise ... from None sets __cause__ to None and hides the context from the traceback, yet __context__ still
+    holds the exception being handled; a plain raise in a handler sets only __context__."""
+    fn = p.fresh("wrap")
+    table = {k: p.rng.randint(1, 9) for k in p.rng.sample(range(5), 2)}
+    p.emit("", "", f"def {fn}(x):", "    try:", "        try:", f"            return {table!r}[x % 5]",
+           "        except KeyError:", "            if x % 2 == 1:", "                raise ValueError(x) from None",
+           "            raise ValueError(-x)", "    except ValueError as err:",
+           "        log.append(err.__suppress_context__)",
+           "        return (err.__context__ is not None) * 10 + (err.__cause__ is None) * 100 + err.args[0]", "", "",
+           f"print(sum({fn}(x) for x in {p.span()}) + sum(log))")
+
+
 _FLOW_PARTS = [_flow_finally_return, _flow_gate, _flow_worker, _flow_break_finally, _flow_reraise, _flow_unbound,
-               _flow_nested_with]
+               _flow_nested_with, _flow_groups, _flow_relay, _flow_returned_list, _flow_enter, _flow_context]
 
 
-def exception_flow(rng: ItemRng, *, parts: int = 4) -> Generated:
+def exception_flow(rng: ItemRng, *, parts: int = 8) -> Generated:
     """`parts` pieces of exception flow run in sequence, each starting its loop where the shared log's length says,
     so one misread path shifts every later print."""
     p = _Flow(rng)
@@ -718,12 +952,14 @@ def exception_flow(rng: ItemRng, *, parts: int = 4) -> Generated:
 # ---------------------------------------------------------------- code writing: a car park's tariff
 
 PARKING_REFERENCE = '''\
-REENTRY, GRACE, BLOCK, RATE, WEEKEND_FLAT = {reentry}, {grace}, {block}, {rate}, {flat}
-WEEKEND_DAYS = {weekend}
-NIGHT_HOUR, NIGHT_MAX, CAP = {night_hour}, {night_max}, {cap}
-EV_PERCENT, LOYAL_FROM, LOYAL_OFF = {ev}, {loyal_from}, {loyal_off}
-LONG_STAY, RATE_DAY, NEW_RATE, CAP_DAY, NEW_CAP = {long_stay}, {rate_day}, {new_rate}, {cap_day}, {new_cap}
-GRACE_DAY, NEW_GRACE = {grace_day}, {new_grace}
+REENTRY, NEW_REENTRY, REENTRY_DAY = {reentry}, {new_reentry}, {reentry_day}
+GRACE, NEW_GRACE, GRACE_DAY = {grace}, {new_grace}, {grace_day}
+BLOCK, RATE, NEW_RATE, RATE_DAY = {block}, {rate}, {new_rate}, {rate_day}
+CAP, NEW_CAP, CAP_DAY = {cap}, {new_cap}, {cap_day}
+WEEKEND_FLAT, WEEKEND_DAYS, HOLIDAYS = {flat}, {weekend}, {holidays}
+NIGHT_HOUR, NIGHT_MAX = {night_hour}, {night_max}
+EV_PERCENT, NEW_EV_PERCENT, EV_DAY = {ev}, {new_ev}, {ev_day}
+LOYAL_FROM, LOYAL_OFF, LONG_STAY, MINIMUM = {loyal_from}, {loyal_off}, {long_stay}, {minimum}
 
 
 def merged_sessions(sessions):
@@ -732,8 +968,9 @@ def merged_sessions(sessions):
     last = {{}}
     for index in sorted(range(len(sessions)), key=lambda i: (sessions[i][1], i)):
         plate, start, end, electric = sessions[index]
+        window = NEW_REENTRY if start // 1440 >= REENTRY_DAY else REENTRY
         previous = last.get(plate)
-        if previous is not None and start <= previous[2] + REENTRY:
+        if previous is not None and start <= previous[2] + window:
             previous[2] = max(previous[2], end)
             previous[3] = previous[3] and electric
         else:
@@ -766,13 +1003,14 @@ def charges(sessions):
         grace = NEW_GRACE if start // 1440 >= GRACE_DAY else GRACE
         if end - start <= grace:
             continue
-        counted[plate] = counted.get(plate, 0) + 1
+        week = start // 1440 // 7
+        counted[plate, week] = counted.get((plate, week), 0) + 1
         day_part = night_part = 0
         weekend = False
         for kind, day, minutes in pieces(start, end):
             if kind == "night":
                 night_part += min(NIGHT_MAX, -(-minutes // 60) * NIGHT_HOUR)
-            elif day % 7 in WEEKEND_DAYS:
+            elif day % 7 in WEEKEND_DAYS or (day in HOLIDAYS and not electric):
                 day_part += WEEKEND_FLAT
                 weekend = True
             else:
@@ -783,33 +1021,42 @@ def charges(sessions):
                 day_paid[plate, day] = paid + charge
                 day_part += charge
         if electric:
-            day_part -= day_part * EV_PERCENT // 100
+            percent = NEW_EV_PERCENT if start // 1440 >= EV_DAY else EV_PERCENT
+            day_part -= day_part * percent // 100
         cost = day_part + night_part
-        if counted[plate] >= LOYAL_FROM and (electric or not weekend):
+        loyal = counted[plate, week] >= LOYAL_FROM and (electric or not weekend)
+        if loyal:
             cost = max(0, cost - LOYAL_OFF)
         if end - start > 1440:
             cost = min(cost, LONG_STAY * -(-(end - start) // 1440))
+        if not loyal:
+            cost = max(cost, MINIMUM)
         totals[plate] += cost
-    return totals
+    return {{plate: (total + 2) // 5 * 5 for plate, total in totals.items()}}
 '''
 
 
 def _parking_rules(rng: ItemRng) -> dict:
-    """The tariff's seeded constants."""
+    """The tariff's seeded constants; every amendment takes effect on a day of the first or second week."""
     block = rng.choice([15, 20, 30, 60])
     rate = rng.randint(35, 240)
     night_hour = rng.randint(25, 140)
+    weekend = rng.choice([(5, 6), (6,), (4, 5), (5,)])
     p = dict(reentry=rng.choice([5, 10, 15, 20, 30]), grace=rng.choice([10, 12, 15, 20, 25]), block=block, rate=rate,
-             flat=rng.randint(300, 1800), weekend=rng.choice([(5, 6), (6,), (4, 5), (5,)]),
+             flat=rng.randint(300, 1800), weekend=weekend,
+             holidays=tuple(sorted(rng.sample([d for d in range(1, 13) if d % 7 not in weekend], 2))),
              night_hour=night_hour, night_max=night_hour * rng.randint(3, 9) + rng.randint(1, night_hour - 1),
-             ev=rng.choice([10, 15, 20, 25, 30, 35, 40]), loyal_from=rng.randint(2, 4),
+             ev=rng.choice([10, 15, 20, 25, 30, 35, 40]), loyal_from=rng.randint(2, 3),
              loyal_off=rng.randint(40, 400))
     p["cap"] = rate * rng.randint(3, max(4, 720 // block * 2 // 3)) + rng.randint(1, rate - 1)
-    p["rate_day"], p["cap_day"], p["grace_day"] = rng.sample(range(3, 12), 3)
+    p["rate_day"], p["cap_day"], p["grace_day"], p["reentry_day"], p["ev_day"] = rng.sample(range(3, 12), 5)
     p["new_rate"] = rate + rng.choice([-1, 1]) * rng.randint(5, rate // 3)
     p["new_cap"] = p["cap"] + rng.choice([-1, 1]) * rng.randint(rate, 3 * rate)
     p["long_stay"] = (p["cap"] + p["night_max"]) * rng.randint(55, 95) // 100
     p["new_grace"] = rng.choice([g for g in (5, 8, 10, 12, 15, 20, 25, 30) if g != p["grace"]])
+    p["new_reentry"] = rng.choice([r for r in (5, 10, 15, 20, 30, 45) if r != p["reentry"]])
+    p["new_ev"] = rng.choice([e for e in (10, 15, 20, 25, 30, 35, 40, 50) if e != p["ev"]])
+    p["minimum"] = rate * rng.randint(2, 3) + rng.randint(1, rate - 1)  # above a block or two
     return p
 
 
@@ -817,19 +1064,21 @@ _WEEKDAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday",
 
 
 def _parking_prompt(p: dict) -> str:
-    """The tariff document, worded from the same constants the reference uses, with two later amendments."""
+    """The tariff document, worded from the same constants the reference uses, with seven later amendments."""
     weekend = " and ".join(f"{_WEEKDAYS[d]} (d % 7 == {d})" for d in p["weekend"])
-    ordinal = {2: "2nd", 3: "3rd", 4: "4th"}[p["loyal_from"]]
+    holidays = " and ".join(str(d) for d in p["holidays"])
+    ordinal = {2: "2nd", 3: "3rd"}[p["loyal_from"]]
     return f"""\
 Write a Python function `charges(sessions)` that computes what each car owes a car park under the tariff below.
 
 Input. `sessions` is a list of tuples `(plate, start, end, electric)`. `plate` is a string; `start` and `end` are \
 integers with start < end, counting minutes from Monday 00:00 of week 0, so minute t lies on day index \
 d = t // 1440 at minute-of-day t % 1440 (day index d is a Monday when d % 7 == 0, a Tuesday when d % 7 == 1, and \
-so on); `electric` is a bool. The list is in no particular order, and sessions of the same plate may overlap.
+so on), and day index d lies in week d // 7; `electric` is a bool. The list is in no particular order, and \
+sessions of the same plate may overlap.
 
-Output. Return a dict that maps every plate appearing in `sessions` to the total it owes, in integer cents \
-(0 when it owes nothing). A plate's total is the sum of the charges of its visits (rule 1) over the whole list.
+Output. Return a dict that maps every plate appearing in `sessions` to the total it owes, in integer cents. A \
+plate's total is the sum of the charges of its visits over the whole list, rounded once (rule 10).
 
 THE TARIFF
 
@@ -838,11 +1087,12 @@ list first). A session that starts at most {p['reentry']} minutes after the end 
 before that end) joins that visit: the visit now ends at the later of the two ends. Otherwise the session begins \
 a new visit. So a chain of such re-entries is one visit, running from its first start to its latest end, and the \
 time between the sessions is charged as parked time. A visit is electric only when every session in it is \
-electric. All later rules speak of visits, never of single sessions.
+electric. All later rules speak of visits, never of single sessions, and a visit's start is its first session's \
+start.
 
 Rule 2 (grace). A visit lasting at most {p['grace']} minutes (end - start <= {p['grace']}) is free. A free visit \
-is ignored by every later rule: it has no pieces, adds nothing to any daily total of rule 5 and is not counted \
-by rule 7.
+is ignored by every later rule: it has no pieces, adds nothing to any daily total of rule 5, is not counted by \
+rule 7 and costs nothing (rule 9 does not apply to it).
 
 Rule 3 (pieces). A visit that is not free is cut into pieces at every 07:00 (minute-of-day 420) and every 19:00 \
 (minute-of-day 1140) that falls strictly inside it. A day piece lies between 07:00 and 19:00 of one day; its day \
@@ -856,64 +1106,98 @@ start, whatever the visit did before.
 Rule 5 (day pieces). A day piece whose day is a weekend day, that is {weekend}, costs a flat {p['flat']} cents, \
 whatever its length. Any other day piece costs {p['rate']} cents per started block of {p['block']} minutes of \
 that piece (its length divided by {p['block']}, rounded up; blocks restart with every piece). Daily cap: for one \
-plate and one non-weekend day, the day pieces of that day cost at most {p['cap']} cents in total, across all the \
-plate's visits. Visits are charged in the order of rule 1, and a day piece that would take the plate's total for \
-its day above the cap costs only what remains up to the cap (possibly 0). The cap counts the costs of rule 5 \
-before any reduction of rules 6 and 7. Weekend pieces neither count toward a cap nor are limited by one.
+plate and one day charged by blocks, the block-charged day pieces of that day cost at most {p['cap']} cents in \
+total, across all the plate's visits. Visits are charged in the order of rule 1, and a day piece that would take \
+the plate's total for its day above the cap costs only what remains up to the cap (possibly 0). The cap counts \
+the costs of rule 5 before any reduction of rules 6 and 7. Flat-charged pieces neither count toward a cap nor are \
+limited by one.
 
-Rule 6 (electric). An electric visit's day part (the sum of its day-piece costs under rule 5, weekend pieces \
+Rule 6 (electric). An electric visit's day part (the sum of its day-piece costs under rule 5, flat pieces \
 included) is reduced by {p['ev']}% of it, the reduction rounded down to a whole cent. Night pieces get no \
 electric reduction. The visit's charge is then its (reduced) day part plus its night part (the sum of its \
 night-piece costs).
 
-Rule 7 (loyalty). Count each plate's visits that are not free, in the order of rule 1. From a plate's {ordinal} \
-counted visit onward, each such visit's charge (after rule 6) is reduced by {p['loyal_off']} cents, but never \
-below 0. Exception: a visit that has a weekend day piece gets no loyalty reduction (it is still counted). \
-Exception to that exception: an electric visit does get the loyalty reduction even when it has a weekend day \
-piece.
+Rule 7 (loyalty). Count each plate's visits that are not free, week by week: a visit belongs to the week of its \
+start, and the count starts again at 1 in every week. From a plate's {ordinal} counted visit of a week onward, \
+each such visit of that week receives the loyalty reduction: its charge (after rule 6) is reduced by \
+{p['loyal_off']} cents, but never below 0. Exception: a visit that has a flat-charged day piece does not receive \
+the loyalty reduction (it is still counted). Exception to that exception: an electric visit does receive the \
+loyalty reduction even when it has a flat-charged day piece.
 
 Rule 8 (long stays). A visit lasting more than 1440 minutes (end - start > 1440) costs at most {p['long_stay']} \
 cents per started 1440 minutes of the visit (its length divided by 1440, rounded up): its charge after rule 7 is \
 lowered to that bound when it is above it.
 
-AMENDMENTS (issued after the tariff; where they conflict with the rules above, they win)
+Rule 9 (minimum charge). A visit that is not free costs at least {p['minimum']} cents: its charge after rule 8 \
+is raised to {p['minimum']} when it is below that. Exception: a visit that received the loyalty reduction of \
+rule 7 (even one whose charge was 0 already) has no minimum.
 
-Amendment A (effective from day index {p['rate_day']}). In rule 5, a non-weekend day piece whose day index is \
+Rule 10 (rounding). Each plate's total, the sum of its visits' charges, is rounded once to the nearest multiple of \
+5 cents: a remainder (total % 5) of 1 or 2 rounds down, of 3 or 4 rounds up. Single visits are never rounded.
+
+AMENDMENTS (issued after the tariff, in this order; where they conflict with the rules above or with an earlier \
+amendment, the later text wins)
+
+Amendment A (effective from day index {p['rate_day']}). In rule 5, a block-charged day piece whose day index is \
 {p['rate_day']} or later costs {p['new_rate']} cents per started block instead of {p['rate']}. Day pieces of \
 earlier days keep the old rate, even when their visit goes on past day {p['rate_day']}.
 
 Amendment B (effective from day index {p['cap_day']}). The daily cap of rule 5 is {p['new_cap']} cents instead of \
 {p['cap']} for every day whose index is {p['cap_day']} or later. Earlier days keep the old cap.
 
-Amendment C (effective from day index {p['grace_day']}). For a visit whose start (its first session's start) lies \
-on day index {p['grace_day']} or later, the grace period of rule 2 is {p['new_grace']} minutes instead of \
-{p['grace']}: such a visit is free when end - start <= {p['new_grace']}. Visits that start earlier keep the old \
-grace period.
+Amendment C (effective from day index {p['grace_day']}). For a visit whose start lies on day index \
+{p['grace_day']} or later, the grace period of rule 2 is {p['new_grace']} minutes instead of {p['grace']}: such a \
+visit is free when end - start <= {p['new_grace']}. Visits that start earlier keep the old grace period.
 
-Amendment D (issued after Amendment A, and overriding it). Amendment A does not apply to electric visits: their \
-non-weekend day pieces cost {p['rate']} cents per started block on every day, before and after day index \
-{p['rate_day']}."""
+Amendment D (overriding Amendment A). Amendment A does not apply to electric visits: their block-charged day \
+pieces cost {p['rate']} cents per started block on every day, before and after day index {p['rate_day']}.
+
+Amendment E (public holidays). Day indices {holidays} are public holidays. In rule 5 a day piece on a public \
+holiday is charged like a weekend day piece (the flat, outside any cap), except for electric visits: their day \
+pieces on a public holiday are block-charged like those of any other non-weekend day (Amendments A, B and D apply \
+to them as to any block-charged piece, and they count toward and are limited by that day's cap).
+
+Amendment F (effective from day index {p['reentry_day']}). In rule 1, a session whose own start lies on day index \
+{p['reentry_day']} or later joins the plate's current visit when it starts at most {p['new_reentry']} minutes \
+(instead of {p['reentry']}) after that visit's end. Sessions that start earlier keep the old limit.
+
+Amendment G (effective from day index {p['ev_day']}). In rule 6, an electric visit whose start lies on day index \
+{p['ev_day']} or later has its day part reduced by {p['new_ev']}% instead of {p['ev']}% (the reduction still \
+rounded down). Visits that start earlier keep the old percentage."""
 
 
 def _parking_test(rng: ItemRng, p: dict, plates: list[str], n: int) -> list[tuple]:
-    """n sessions aimed at the rules' edges: grace and re-entry limits, 07:00 and 19:00, blocks, caps shared by
-    a plate's visits on one day, weekends, the amendments' first days, and enough visits for loyalty."""
-    focus = [p["rate_day"], p["cap_day"], p["grace_day"]]
+    """n sessions aimed at the rules' edges: grace and re-entry limits (both sides of their amendments' days),
+    07:00 and 19:00, blocks, caps shared by a plate's visits on one day, weekends and holidays, the amendments'
+    first days, and several visits of a plate within one week for loyalty and the minimum."""
+    week = rng.randint(0, 1)
+    focus = [p["rate_day"], p["cap_day"], p["grace_day"], p["reentry_day"], p["ev_day"], *p["holidays"]]
     focus += [d - 1 for d in focus] + [d for d in range(14) if d % 7 in p["weekend"]]
+    focus = [d for d in focus if d // 7 == week] or [week * 7 + 3]
     sessions: list[tuple] = []
     for _ in range(n):
         plate = rng.choice(plates)
-        day = rng.choice(focus + [rng.randint(0, 13)])
+        day = rng.choice(focus + [rng.randint(week * 7, week * 7 + 6)])
         mine = [s for s in sessions if s[0] == plate]
-        kind = rng.choice(["grace", "grace", "reentry", "reentry", "edge", "blocks", "long", "night", "cap", "cap",
-                           "random"])
-        if kind == "reentry" and mine:
+        kind = rng.choice(["grace", "grace", "grace", "reentry", "reentry", "reentry", "edge", "blocks", "long",
+                           "night", "cap", "shared", "short", "short", "random"])
+        weekdays = [d for d in range(week * 7, week * 7 + 7) if d % 7 not in p["weekend"] and d not in p["holidays"]]
+        if kind == "shared":  # two visits of one plate on one block-charged day: the cap is shared between them
+            first = rng.choice(weekdays) * 1440 + 420 + rng.randint(0, 120)
+            length = rng.randint(120, 360)
+            sessions.append((plate, first, first + length, rng.randint(0, 4) < 2))
+            start = first + length + max(p["reentry"], p["new_reentry"]) + rng.randint(1, 60)
+            length = rng.randint(120, 400)
+        elif kind == "reentry" and mine:
             previous = rng.choice(mine)
-            start = previous[2] + rng.choice([p["reentry"], p["reentry"] + 1, p["reentry"] - 1, -rng.randint(1, 30)])
+            late = (previous[2] + p["new_reentry"]) // 1440 >= p["reentry_day"]
+            limit = p["new_reentry"] if late else p["reentry"]
+            other = p["reentry"] if late else p["new_reentry"]
+            start = previous[2] + rng.choice([limit, limit + 1, other, other + 1, limit - 1, -rng.randint(1, 30)])
             length = rng.choice([rng.randint(1, 40), rng.randint(40, 400)])
         elif kind == "cap" and mine:
             previous = rng.choice(mine)
-            start = previous[2] + rng.randint(p["reentry"] + 1, 240)
+            start = previous[2] + rng.randint(max(p["reentry"], p["new_reentry"]) + 1, 240)
             length = rng.randint(60, 700)
         else:
             start = day * 1440 + rng.choice([420, 1140, 419, 421, 1139, 1141, rng.randint(0, 1439),
@@ -935,6 +1219,8 @@ def _parking_test(rng: ItemRng, p: dict, plates: list[str], n: int) -> list[tupl
             elif kind == "night":
                 start = day * 1440 + rng.randint(1100, 1500)
                 length = rng.randint(20, 720)
+            elif kind == "short":  # just past grace: a small charge that the minimum may raise
+                length = max(p["grace"], p["new_grace"]) + rng.randint(1, 40)
             else:
                 length = rng.randint(1, 800)
         start = max(0, start)
@@ -943,67 +1229,117 @@ def _parking_test(rng: ItemRng, p: dict, plates: list[str], n: int) -> list[tupl
     return sessions
 
 
-def _parking_paths(p: dict, namespace: dict, sessions: list) -> set[tuple]:
-    """The rule paths the visits of one test take: which rules fired and how (a mirror of the reference)."""
-    paths = set()
-    counted, day_paid = {}, {}
+def _parking_visit_flags(p: dict, namespace: dict, sessions: list) -> list[frozenset]:
+    """Which rules fired, and how, for each visit of one test (a mirror of the reference), plus a test-level flag
+    for a total that rule 10 changes."""
+    out = []
+    counted, day_paid, totals = {}, {}, {}
     starts = {}
     for s in sessions:
         starts.setdefault(s[0], []).append(s)
     for plate, start, end, electric in namespace["merged_sessions"](sessions):
-        parts = sum(1 for s in starts[plate] if start <= s[1] <= end)
-        new_grace = start // 1440 >= p["grace_day"]
-        grace = p["new_grace"] if new_grace else p["grace"]
-        if end - start <= grace:
-            paths.add(("free", parts > 1, new_grace))
-            continue
-        counted[plate] = counted.get(plate, 0) + 1
+        joined = [s for s in starts[plate] if start < s[1] <= end + max(p["reentry"], p["new_reentry"])
+                  and s[1] >= start]
         flags = set()
+        if len([s for s in starts[plate] if start <= s[1] <= end]) > 1:
+            flags.add("merged")
+            if any(s[1] // 1440 >= p["reentry_day"] for s in joined):
+                flags.add("merged-late")
+        new_grace = start // 1440 >= p["grace_day"]
+        if end - start <= (p["new_grace"] if new_grace else p["grace"]):
+            out.append(frozenset(flags | {"free-new" if new_grace else "free"}))
+            continue
+        week = start // 10080
+        counted[plate, week] = counted.get((plate, week), 0) + 1
+        day_part = night_part = 0
+        flat, mine = False, set()
         for kind, day, minutes in namespace["pieces"](start, end):
             if kind == "night":
-                flags.add("night-max" if -(-minutes // 60) * p["night_hour"] >= p["night_max"] else "night")
-            elif day % 7 in p["weekend"]:
-                flags.add("weekend")
+                full = -(-minutes // 60) * p["night_hour"]
+                flags.add("night-max" if full > p["night_max"] else "night")
+                night_part += min(full, p["night_max"])
+            elif day % 7 in p["weekend"] or (day in p["holidays"] and not electric):
+                flags.add("holiday" if day % 7 not in p["weekend"] else "weekend")
+                day_part += p["flat"]
+                flat = True
             else:
+                if day in p["holidays"]:
+                    flags.add("holiday-electric")
                 new_rate = day >= p["rate_day"] and not electric
                 cap = p["new_cap"] if day >= p["cap_day"] else p["cap"]
                 paid = day_paid.get((plate, day), 0)
                 full = -(-minutes // p["block"]) * (p["new_rate"] if new_rate else p["rate"])
                 if full > cap - paid:
                     flags.add("capped-new" if day >= p["cap_day"] else "capped")
+                    if paid and (plate, day) not in mine:
+                        flags.add("capped-shared")  # by what the plate's earlier visits paid that day
                 else:  # which rate the piece paid (a capped piece pays what the cap leaves, whatever the rate)
                     flags.add("new-rate" if new_rate else "rate-kept" if day >= p["rate_day"] else "rate")
                 day_paid[plate, day] = paid + min(full, cap - paid)
-        loyal = counted[plate] >= p["loyal_from"]
+                day_part += min(full, cap - paid)
+                mine.add((plate, day))
+        if electric:
+            late = start // 1440 >= p["ev_day"]
+            flags.add("electric-new" if late else "electric")
+            day_part -= day_part * (p["new_ev"] if late else p["ev"]) // 100
+        cost = day_part + night_part
+        loyal = counted[plate, week] >= p["loyal_from"] and (electric or not flat)
+        if counted[plate, week] >= p["loyal_from"]:
+            flags.add("loyal" if not flat else "loyal-flat-electric" if electric else "loyal-flat-denied")
+            if week == 1:
+                flags.add("loyal-week-1")
+        if loyal:
+            cost = max(0, cost - p["loyal_off"])
         if end - start > 1440:
-            flags.add("long")
-        paths.add((parts > 1, new_grace, electric, loyal and ("weekend" not in flags or electric),
-                   loyal and "weekend" in flags, *sorted(flags)))
-    return paths
+            bound = p["long_stay"] * -(-(end - start) // 1440)
+            flags.add("long-bound" if cost > bound else "long")
+            cost = min(cost, bound)
+        if not loyal and cost < p["minimum"]:
+            flags.add("minimum")
+            cost = p["minimum"]
+        elif loyal and cost < p["minimum"]:
+            flags.add("no-minimum")
+        totals[plate] = totals.get(plate, 0) + cost
+        out.append(frozenset(flags))
+    if any(total % 5 for total in totals.values()):
+        out.append(frozenset({"rounded"}))
+    return out
 
 
-_PARKING_FLAGS = {"night", "night-max", "weekend", "rate", "new-rate", "rate-kept", "capped", "capped-new", "long"}
+_PARKING_FLAGS = {"merged", "merged-late", "free", "free-new", "night", "night-max", "weekend", "holiday",
+                  "holiday-electric", "rate", "new-rate", "rate-kept", "capped", "capped-new", "capped-shared",
+                  "electric",
+                  "electric-new", "loyal", "loyal-flat-electric", "loyal-flat-denied", "long", "long-bound",
+                  "minimum", "no-minimum", "rounded"}
+# Every hidden test meets these, so misreading any of the rules behind them fails nearly every test.
+_PARKING_EVERY_TEST = [{"merged"}, {"night", "night-max"}, {"capped-shared"}, {"electric", "electric-new"},
+                       {"loyal"}, {"loyal-flat-electric", "loyal-flat-denied"}, {"minimum"}, {"rounded"},
+                       {"weekend", "holiday"}, {"free", "free-new"}]
 
 
-def parking_charges(rng: ItemRng, *, tests: int = 40, sessions: int = 8) -> Generated:
+def parking_charges(rng: ItemRng, *, tests: int = 40, sessions: int = 16) -> Generated:
     """Implement a car park's tariff: visits merged from re-entries, grace, day and night pieces, a daily cap shared
-    by a plate's visits, weekend flats, electric and loyalty reductions with an exception to an exception, and
-    a long-stay bound and four amendments, one overriding another; hidden tests whose sessions each meet several
-    rules."""
+    by a plate's visits, weekend and holiday flats, electric and weekly loyalty reductions with an exception to an
+    exception, a long-stay bound, a minimum charge with an exception, rounding of totals, and seven amendments that
+    override the rules and one another; hidden tests each hold many visits that meet nearly every rule."""
     p = _parking_rules(rng)
     source = PARKING_REFERENCE.format(**p)
     namespace: dict = {}
     exec(compile(source, "<reference>", "exec"), namespace)
     pool = _plates(rng, 8)
-    examples = [_parking_test(rng, p, pool[:2], 6) for _ in range(2)]
+    examples = [_parking_test(rng, p, pool[:2], 7) for _ in range(2)]
     for _ in range(20):  # redraw the hidden tests until every rule's edge case is among them
-        cases = [_parking_test(rng, p, rng.sample(pool[2:], rng.randint(1, 3)), rng.randint(3, sessions))
-                 for _ in range(tests)]
-        paths = set().union(*(_parking_paths(p, namespace, case) for case in cases))
-        flags = {flag for path in paths for flag in path if isinstance(flag, str)}
-        visits = [path for path in paths if path[0] != "free"]
-        if _PARKING_FLAGS <= flags and len(visits) < len(paths) and any(path[4] for path in visits) and any(
-                path[2] and path[3] and "weekend" in path for path in visits):  # the exception to the exception
+        cases, paths = [], set()
+        for _ in range(tests):
+            for _ in range(60):  # redraw a test until it meets the rules every test meets
+                case = _parking_test(rng, p, rng.sample(pool[2:], rng.randint(2, 3)), rng.randint(sessions - 3,
+                                                                                                  sessions))
+                flags = _parking_visit_flags(p, namespace, case)
+                if all(need & set().union(*flags) for need in _PARKING_EVERY_TEST):
+                    break
+            cases.append(case)
+            paths |= set(flags)
+        if _PARKING_FLAGS <= set().union(*paths):
             break
     shown = "\n".join(f"    charges({s!r})\n    == {namespace['charges'](s)!r}" for s in examples)
     prompt = _parking_prompt(p) + f"\n\nEXAMPLES\n\n{shown}\n\n" + (
@@ -1013,9 +1349,11 @@ def parking_charges(rng: ItemRng, *, tests: int = 40, sessions: int = 8) -> Gene
         "passes.")
     key = CodeTestsKey(entry_point="charges", tests=[
         CodeTest(args=repr((s,)), expected=repr(namespace["charges"](s))) for s in cases])
+    covered = [len(_PARKING_FLAGS & set().union(*_parking_visit_flags(p, namespace, c))) for c in cases]
     return Generated(prompt=prompt, key=key, reference=f"Implementation:\n\n```python\n{source}```\n",
                      difficulty={"paths": len(paths), "visits": sum(len(namespace["merged_sessions"](c))
-                                                                     for c in cases)})
+                                                                     for c in cases),
+                                 "rules_per_test": sorted(covered)[len(covered) // 2]})
 
 
 def _plates(rng: ItemRng, n: int) -> list[str]:
