@@ -102,3 +102,14 @@ def test_the_command_is_esac_kit_and_python_m_esac_kit():
 def test_no_readme_line_starts_with_the_bare_command():
     readme = (PACKAGE.parent / "README.md").read_text(encoding="utf-8")
     assert not [line for line in readme.splitlines() if line.lstrip().startswith("esac ")]
+
+
+def test_the_gi_spec_lists_every_item_with_its_current_title_and_difficulty_band():
+    from esac_kit.suite import load_suite
+
+    spec = (PACKAGE.parent / "specs" / "esac-gi.md").read_text()
+    for item in load_suite("gi").items:
+        row = next((line for line in spec.splitlines() if line.startswith(f"| `{item.id}` |")), None)
+        assert row is not None and item.title in row, f"specs/esac-gi.md: {item.id}'s row is missing or stale"
+        if item.difficulty:
+            assert f"{item.difficulty.measure} [{item.difficulty.band[0]:g}, {item.difficulty.band[1]:g}]" in row
