@@ -94,7 +94,8 @@ def _episode_tokens(generated) -> int:
     for call in generated.reference:
         total += context // 4
         text, _ = episode.act(call.name, dict(call.args))
-        context += len(json.dumps({"name": call.name, "arguments": json.dumps(call.args)})) + len(json.dumps(text)) + 120
+        call_text = json.dumps({"name": call.name, "arguments": json.dumps(call.args)})
+        context += len(call_text) + len(json.dumps(text)) + 120
     return total
 
 
@@ -245,7 +246,8 @@ def solve_receipts(generated, **traps) -> dict:
         supplier = suppliers[v["supplier"]]
         weight = v["weight"]
         if weight is None:
-            weight = Decimal(0) if traps.get("drop_rejected") else Decimal(products[v["sku"]]["unit_weight_kg"]) * v["units"]
+            unit = Decimal(products[v["sku"]]["unit_weight_kg"])
+            weight = Decimal(0) if traps.get("drop_rejected") else unit * v["units"]
         rows.append({"site": v["site"], "receipt_no": v["no"], "received_on": v["day"].isoformat(),
                      "supplier_code": supplier["code"] if traps.get("drop_rejected") else
                      supplier["merged_into"] or supplier["code"], "sku": v["sku"], "quantity": v["units"],
@@ -372,7 +374,8 @@ def solve_revenue(generated, **traps) -> dict:
     fixes = _fetch(episode, "SELECT store_id, order_no, line_no, amount_minor, recorded_at, loaded_at "
                             "FROM line_corrections ORDER BY correction_id")
     rates: dict = {}
-    for day, currency, value in _fetch(episode, "SELECT rate_date, currency, units_per_eur FROM fx_rates ORDER BY 1, 2"):
+    for day, currency, value in _fetch(episode, "SELECT rate_date, currency, units_per_eur FROM fx_rates "
+                                                "ORDER BY 1, 2"):
         rates.setdefault(currency, {})[date.fromisoformat(day)] = Decimal(repr(value))
     amounts = {(s, o, n): a for s, o, n, a in lines}
     best: dict = {}
@@ -388,7 +391,8 @@ def solve_revenue(generated, **traps) -> dict:
     by_key = {(s, o): (at, cur, status) for s, o, at, cur, status in orders}
 
     def counts(store: dict, status: str = "complete") -> bool:
-        return (store["kind"] != "training" or traps.get("training")) and (status == "complete" or traps.get("cancelled"))
+        return (store["kind"] != "training" or bool(traps.get("training"))) \
+            and (status == "complete" or bool(traps.get("cancelled")))
 
     for s, o, at, cur, status in orders:
         store, day = stores[s], date.fromisoformat(at[:10])
@@ -503,8 +507,10 @@ RECEIPTS_HOSTILE = [
 ]
 REVENUE_HOSTILE = [
     ("get_store", {"code": ""}), ("get_store", {"code": "ST-0"}), ("list_stores", {"page": 0}),
-    ("write_file", {"path": "docs/README.md", "content": "gone"}), ("write_file", {"path": "outbox/../x", "content": ""}),
-    ("write_file", {"path": "outbox/" + "a" * 300, "content": "x"}), ("write_file", {"path": "outbox/b", "content": "x" * 200001}),
+    ("write_file", {"path": "docs/README.md", "content": "gone"}),
+    ("write_file", {"path": "outbox/../x", "content": ""}),
+    ("write_file", {"path": "outbox/" + "a" * 300, "content": "x"}),
+    ("write_file", {"path": "outbox/b", "content": "x" * 200001}),
     ("run_sql", {"query": ""}), ("run_sql", {"query": "SELECT * FROM nowhere"}),
     ("run_sql", {"query": "ATTACH DATABASE ':memory:' AS other"}), ("run_sql", {"query": "PRAGMA writable_schema=1"}),
     ("run_sql", {"query": "DROP TABLE orders"}), ("run_sql", {"query": "CREATE TEMP TABLE t (x)"}),
@@ -512,7 +518,8 @@ REVENUE_HOSTILE = [
     ("run_sql", {"query": "SELECT '\ud800'"}), ("run_sql", {"query": "SELECT 1\x00"}),
     ("run_sql", {"query": "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT max(x) FROM c"}),
     ("run_sql", {"query": "SELECT printf('%.*c', 2000000000, 'x')"}), ("run_sql", {"query": "SELECT zeroblob(1e9)"}),
-    ("run_sql", {"query": "BEGIN"}), ("run_sql", {"query": "VACUUM"}), ("run_sql", {"query": "DELETE FROM sqlite_master"}),
+    ("run_sql", {"query": "BEGIN"}), ("run_sql", {"query": "VACUUM"}),
+    ("run_sql", {"query": "DELETE FROM sqlite_master"}),
     ("run_sql", {"query": "x" * 30000}),
     ("run_sql", {"query": "INSERT INTO fx_rates SELECT '2099-01-01', 'X' || x, 1 FROM (WITH RECURSIVE c(x) AS "
                           "(SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 5000) SELECT x FROM c)"}),

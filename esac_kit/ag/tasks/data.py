@@ -400,7 +400,8 @@ def _hub_lines(d: _Draws, roles: dict[str, list[tuple[str, dict]]], sites: dict[
         lines.append({"src": "hub", "at": later(record, 1, 3), "rec": _hub_copy(record, products)})
     style = rng.choice(["us", "eu", "uk"])
     lowest = min(r["no"] for _, r in roles[style])
-    old = d.receipt(style, sites[style], d.prev_last - timedelta(days=rng.randint(2, 8)), no=lowest - rng.randint(8, 20))
+    old = d.receipt(style, sites[style], d.prev_last - timedelta(days=rng.randint(2, 8)),
+                    no=lowest - rng.randint(8, 20))
     lines.append({"src": "hub", "at": d.at(d.day(rng.randint(1, 3)), seconds=True), "rec": _hub_copy(old, products)})
     return lines
 
@@ -428,6 +429,17 @@ def _receipt_products(rng: ItemRng) -> dict[str, dict]:
         products[sku] = {"sku": sku, "name": f"{PRODUCT_POOL[prefix]} {rng.choice(['S', 'M', 'L', 'XL', '40', '60'])}",
                          "case_size": rng.choice(CASE_SIZES), "unit_weight_kg": f"{rng.randint(40, 4000) / 1000:.3f}"}
     return dict(sorted(products.items()))
+
+
+def _iso_day(text: str) -> bool:
+    """True for a real calendar date written YYYY-MM-DD."""
+    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
+        return False
+    try:
+        date.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _latest(lines: list[dict]) -> dict[tuple, dict]:
@@ -504,7 +516,7 @@ def _initial_receipts(rng: ItemRng, d: _Draws, sites: dict[str, str], preloaded:
     while early_run == load_id:
         early_run = f"GL-{d.year % 100:02d}{d.month:02d}-{rng.randint(100, 999)}"
     rows = []
-    numbers = distinct_ints(rng, 4200, 4290, 5)
+    numbers = distinct_ints(rng, 4200, 4270, 5)  # below every number this month's files use
     for k, number in enumerate(numbers):
         style = ["us", "eu", "uk"][k % 3]
         record = d.receipt(style, sites[style], date(prev.year, prev.month, rng.randint(1, 27)), no=number)
@@ -515,8 +527,8 @@ def _initial_receipts(rng: ItemRng, d: _Draws, sites: dict[str, str], preloaded:
 
 
 def _plain(value: Decimal) -> str:
-    text = f"{value.normalize():f}"
-    return text
+    """A decimal without trailing zeros or an exponent: 12.500 -> 12.5, 850 -> 850."""
+    return f"{value.normalize():f}"
 
 
 def _eu_number(value: Decimal | int) -> str:
@@ -531,14 +543,15 @@ def _render_line(line: dict, products: dict, suppliers: dict, us_cut: datetime, 
     record, src, at = line["rec"], line["src"], line["at"]
     day, status = record["day"], "VOID" if record["void"] else "OK"
     if src == "us":
-        shown = f"{day.day:02d}/{day.month:02d}/{day.year}" if at >= us_cut else f"{day.month:02d}/{day.day:02d}/{day.year}"
+        first, second = (day.day, day.month) if at >= us_cut else (day.month, day.day)
+        shown = f"{first:02d}/{second:02d}/{day.year}"
         return [str(record["no"]), shown, record["supplier"], record["sku"].replace("-", ""), str(record["units"]),
                 f"{_plain(record['weight'])} {record['form']}", f"${record['cents'] / 100:,.2f}", status,
                 at.strftime("%Y-%m-%dT%H:%M")]
     if src == "eu":
         return [str(record["no"]), day.strftime("%d.%m.%Y"), suppliers[record["supplier"]]["vat_no"],
                 record["sku"].lower(), _eu_number(record["units"]), _eu_number(record["weight"]),
-                _eu_number(Decimal(record["cents"]) / 100).split(",")[0] + f",{record['cents'] % 100:02d}",
+                f"{_eu_number(record['cents'] // 100)},{record['cents'] % 100:02d}",
                 "STORNO" if record["void"] else "OK", at.strftime("%d.%m.%Y %H:%M")]
     weight = "" if record["form"] is None else f"{record['weight']:.3f}"
     if src == "uk":
@@ -747,9 +760,7 @@ class ReceiptsEnv(FilesMixin, Environment):
             problems.append(f"site {row['site'][:20]!r} is not a site ({', '.join(self._sites)})")
         if not 0 < row["receipt_no"] < 10**9:
             problems.append("receipt_no must be a positive number")
-        try:
-            date.fromisoformat(row["received_on"]) if len(row["received_on"]) == 10 else date.fromisoformat("x")
-        except ValueError:
+        if not _iso_day(row["received_on"]):
             problems.append("received_on must be a valid date YYYY-MM-DD")
         supplier = self.state["suppliers"].get(row["supplier_code"])
         if supplier is None:
@@ -1072,8 +1083,8 @@ def _revenue_orders(rng: ItemRng, ledger: _Ledger, stores: dict[str, dict], empt
     ledger.number()
 
 
-def _in_period(world_start: date, world_end: date, moment: datetime) -> bool:
-    return world_start <= moment.date() <= world_end
+def _in_period(start: date, end: date, moment: datetime) -> bool:
+    return start <= moment.date() <= end
 
 
 def _revenue_refunds(rng: ItemRng, ledger: _Ledger, training: int) -> list[dict]:
