@@ -176,7 +176,11 @@ def test_a_journal_with_a_repeated_unknown_or_garbage_line_is_one_line_exit_2(fi
 
 
 def test_a_huge_answer_is_stored_capped_with_its_length_and_digest(answers, tmp_path):
-    huge = "ANSWER: 7\n" + "x" * 400_000
+    from esac_kit.records import RESPONSE_CHARS_PER_TOKEN
+    from esac_kit.suite import load_suite
+
+    cap = load_suite("gi").manifest.output_budget_tokens * RESPONSE_CHARS_PER_TOKEN
+    huge = "ANSWER: 7\n" + "x" * (cap + 100_000)
 
     def answer(body):
         return huge
@@ -188,9 +192,9 @@ def test_a_huge_answer_is_stored_capped_with_its_length_and_digest(answers, tmp_
     [record] = map(json.loads, (folder / "observations.jsonl").read_text().splitlines())
     import hashlib
 
-    assert record["response_chars"] == len(huge) and len(record["response"]) == 16384 * 16
+    assert record["response_chars"] == len(huge) and len(record["response"]) == cap
     assert record["response_sha256"] == hashlib.sha256(huge.encode()).hexdigest()
-    assert (folder / "observations.jsonl").stat().st_size < 2 * 16384 * 16
+    assert (folder / "observations.jsonl").stat().st_size < 2 * cap
 
 
 def test_a_reply_after_the_time_budget_is_a_model_failure_scored_as_no_answer(answers, tmp_path):
