@@ -640,13 +640,15 @@ _ZEBRA_RELATIONS: dict[str, Callable[[int, int, int], bool]] = {
     "mirror": lambda x, y, n: x + y == n - 1,
     "parity": lambda x, y, n: (x - y) % 2 == 0,
     "far": lambda x, y, n: abs(x - y) >= 3,
+    "double": lambda x, y, n: x + 1 == 2 * (y + 1),
+    "opposite": lambda x, y, n: (x - y) % 2 == 1,
 }
 # Clue weights: the weak, long-range relations dominate; "same", a fixed house and "directly left" are rare.
 _ZEBRA_MIXES = {
     "weak": {"same": 1, "different": 3, "left": 1, "next": 3, "before": 4, "gap": 1, "apart": 4, "mirror": 2,
-             "parity": 3, "far": 2, "house": 0, "end": 1, "even": 1, "not-house": 2},
+             "parity": 3, "far": 2, "double": 0, "opposite": 2, "house": 0, "end": 1, "even": 1, "not-house": 2},
     "mixed": {"same": 2, "different": 2, "left": 2, "next": 3, "before": 4, "gap": 2, "apart": 3, "mirror": 2,
-              "parity": 2, "far": 2, "house": 1, "end": 1, "even": 1, "not-house": 1},
+              "parity": 2, "far": 2, "double": 1, "opposite": 1, "house": 1, "end": 1, "even": 1, "not-house": 1},
 }
 _ZEBRA_UNARY = ("house", "end", "even", "not-house")
 _NODE_CAP = 3000  # a search past this many nodes abandons the draw (under 1 % of draws; it bounds the time)
@@ -694,11 +696,18 @@ class ZebraSolver:
         self.root, self.conflicts, self.nodes = root, 0, 0
 
     def _propagate(self, dom: list[int], queue: list[int]) -> bool:
+        """Narrow the domains to the fixpoint of the propagators (False on a wipe-out). The fixpoint does not
+        depend on the order of the queue, so a variable already waiting in it is not queued twice."""
         n, adjacent, full = self.n, self.adjacent, self.full
+        waiting = bytearray(len(dom))
+        for y in queue:
+            waiting[y] = 1
+        queue = [y for y in range(len(dom)) if waiting[y]]
         while queue:
-            dirty = set()
+            dirty = 0  # bit c: category c changed
             while queue:
                 y = queue.pop()
+                waiting[y] = 0
                 dy = dom[y]
                 for x, support in adjacent[y]:
                     dx = dom[x]
@@ -707,33 +716,44 @@ class ZebraSolver:
                         if not new:
                             return False
                         dom[x] = new
-                        queue.append(x)
-                base = y - y % n
-                dirty.add(base)
+                        if not waiting[x]:
+                            waiting[x] = 1
+                            queue.append(x)
+                c = y // n
+                dirty |= 1 << c
                 if not dy & (dy - 1):  # placed: no other value of the category may take this house
-                    for z in range(base, base + n):
+                    for z in range(c * n, c * n + n):
                         if z != y and dom[z] & dy:
                             new = dom[z] & ~dy
                             if not new:
                                 return False
                             dom[z] = new
-                            queue.append(z)
-            for base in sorted(dirty):  # a house that only one value of the category can still take
-                once = twice = 0
-                for z in range(base, base + n):
-                    twice |= once & dom[z]
-                    once |= dom[z]
-                if once != full:
-                    return False
-                hidden = once & ~twice
-                if hidden:
+                            if not waiting[z]:
+                                waiting[z] = 1
+                                queue.append(z)
+            c = 0
+            while dirty:  # a house that only one value of the category can still take
+                if dirty & 1:
+                    base = c * n
+                    once = twice = 0
                     for z in range(base, base + n):
-                        only = dom[z] & hidden
-                        if only and dom[z] != only:
-                            if only & (only - 1):
-                                return False
-                            dom[z] = only
-                            queue.append(z)
+                        twice |= once & dom[z]
+                        once |= dom[z]
+                    if once != full:
+                        return False
+                    hidden = once & ~twice
+                    if hidden:
+                        for z in range(base, base + n):
+                            only = dom[z] & hidden
+                            if only and dom[z] != only:
+                                if only & (only - 1):
+                                    return False
+                                dom[z] = only
+                                if not waiting[z]:
+                                    waiting[z] = 1
+                                    queue.append(z)
+                dirty >>= 1
+                c += 1
         return True
 
     def solve(self, limit: int) -> list[list[int]]:
@@ -858,9 +878,9 @@ def _zebra_puzzle(rng: ItemRng, n: int, m: int, mix: dict[str, int]) -> tuple[li
     return grid, final, solver
 
 
-def zebra(rng: ItemRng, *, houses: int = 6, attributes: int = 6, clues: str = "weak") -> Generated:
+def zebra(rng: ItemRng, *, houses: int = 7, attributes: int = 7, clues: str = "weak", asked: int = 3) -> Generated:
     """A row of houses, one resident each with a value in every category, fixed by an irreducible set of mostly
-    weak clues; the answer is two whole categories, house by house."""
+    weak clues; the answer is `asked` whole categories, house by house."""
     n, m, mix = houses, attributes, _ZEBRA_MIXES[clues]
     categories = [_ZEBRA_CATEGORIES[0]] + rng.sample(_ZEBRA_CATEGORIES[1:], m - 1)
     values = [rng.sample(pool, n) for _, _, pool, _ in categories]
@@ -875,11 +895,13 @@ def zebra(rng: ItemRng, *, houses: int = 6, attributes: int = 6, clues: str = "w
     refer = lambda var: categories[var // n][3].format(values[var // n][var % n])  # noqa: E731
     texts = [_zebra_text(clue, refer, n) for clue in final]
     rng.shuffle(texts)
-    asked = sorted(rng.sample(range(m), 2))
-    by_house = [[values[c][v] for v in sorted(range(n), key=lambda v: grid[c * n + v])] for c in asked]
+    chosen = sorted(rng.sample(range(m), asked))
+    by_house = [[values[c][v] for v in sorted(range(n), key=lambda v: grid[c * n + v])] for c in chosen]
     listing = "\n".join(f"- {heading}: {', '.join(sorted(vals))}"
                         for (_, heading, _, _), vals in zip(categories, values))
-    first, second = (categories[c][0] for c in asked)
+    what = [categories[c][0] for c in chosen]
+    asked_text = ", ".join(what[:-1]) + f" and {what[-1]}"
+    blocks = ", followed by ".join(f"the {w} for house 1, house 2, ..., house {n}" for w in what)
     word = _NUMBER_WORDS[n]
     prompt = (
         f"{word.capitalize()} houses stand in a row, numbered 1 to {n} from left to right, with one resident in "
@@ -888,16 +910,16 @@ def zebra(rng: ItemRng, *, houses: int = 6, attributes: int = 6, clues: str = "w
         "Meaning of the clues: \"left\" means a lower house number. \"Directly to the left of\" means exactly one "
         "lower. \"Next to each other\" means house numbers that differ by exactly 1. \"Exactly one house "
         "between\" means house numbers that differ by exactly 2; \"at least two houses between\" means house "
-        "numbers that differ by 3 or more. \"Both odd or both even\" is about the two house numbers. Two "
-        "descriptions in one clue may belong to the same resident unless the clue rules that out (for example, "
-        "\"X lives next to Y\" rules it out; \"X and Y live in houses whose numbers are both odd or both even\" "
-        "does not). House colour is the colour of the house the resident lives in.\n\nClues:\n"
+        "numbers that differ by 3 or more. \"Both odd or both even\" and \"one is odd and the other even\" are "
+        "about the two house numbers; \"twice the house number\" compares house numbers (house 6 is twice house "
+        "3). Two descriptions in one clue may belong to the same resident unless the clue rules that out (for "
+        "example, \"X lives next to Y\" rules it out; \"X and Y live in houses whose numbers are both odd or both "
+        "even\" does not). House colour is the colour of the house the resident lives in.\n\nClues:\n"
         + "\n".join(f"{i}. {text}" for i, text in enumerate(texts, 1))
-        + f"\n\nExactly one arrangement satisfies every clue. For every house, what are its resident's {first} "
-        f"and {second}?\n\nEnd your response with a final line `ANSWER: <list>`, where <list> is {2 * n} "
-        f"comma-separated entries: the {first} for house 1, house 2, ..., house {n}, followed by the {second} for "
-        f"house 1, house 2, ..., house {n}.")
-    answer = by_house[0] + by_house[1]
+        + f"\n\nExactly one arrangement satisfies every clue. For every house, what are its resident's "
+        f"{asked_text}?\n\nEnd your response with a final line `ANSWER: <list>`, where <list> is {asked * n} "
+        f"comma-separated entries: {blocks}.")
+    answer = [v for block in by_house for v in block]
     generated = _list_answer(prompt, answer)
     return generated.model_copy(update={"difficulty": {
         "conflicts": solver.conflicts, "nodes": solver.nodes, "clues": len(final),
@@ -932,5 +954,7 @@ def _zebra_text(clue: tuple, refer: Callable[[int], str], n: int) -> str:
             "mirror": f"The house numbers of {A} and {B} add up to {n + 1}.",
             "parity": f"{A} and {B} live in houses whose numbers are both odd or both even.",
             "far": f"There are at least two houses between where {A} lives and where {B} lives.",
+            "double": f"The house number of {A} is twice the house number of {B}.",
+            "opposite": f"Of the house numbers of {A} and {B}, one is odd and the other even.",
         }[relation]
     return text[0].upper() + text[1:]
