@@ -302,9 +302,28 @@ def _consistent(kinds: list[np.ndarray], said: list[np.ndarray]) -> np.ndarray:
     return fit | kinds[2]
 
 
-def knights_knaves(rng: ItemRng, *, islanders: int = 11, max_statements: int = 3) -> Generated:
+def _meta_statement(rng: ItemRng, bases: list[tuple[int, Truth]]) -> tuple[str, Truth, tuple[int, ...]]:
+    """A statement about the truth of one or two earlier statements about kinds (never about a statement about
+    statements, so nothing refers to itself); its text names them as «id», numbered when the prompt is laid out."""
+    if len(bases) >= 2 and rng.random() < 0.6:
+        (a, fa), (b, fb) = rng.sample(bases, 2)
+        options: list[tuple[int, str, Truth]] = [
+            (2, f"Statements «{a}» and «{b}» are both true or both false.", lambda K, C: fa(K, C) == fb(K, C)),
+            (2, f"Exactly one of statements «{a}» and «{b}» is true.", lambda K, C: fa(K, C) != fb(K, C)),
+            (1, f"At least one of statements «{a}» and «{b}» is false.", lambda K, C: ~(fa(K, C) & fb(K, C))),
+        ]
+        _, text, truth = rng.weighted_choice(options, [o[0] for o in options])
+        return text, truth, (a, b)
+    a, fa = rng.choice(bases)
+    if rng.random() < 0.5:
+        return f"Statement «{a}» is true.", lambda K, C: fa(K, C), (a,)
+    return f"Statement «{a}» is false.", lambda K, C: ~fa(K, C), (a,)
+
+
+def knights_knaves(rng: ItemRng, *, islanders: int = 11, max_statements: int = 3, meta: int = 30) -> Generated:
     """Knights, knaves and switchers (whose statements alternate between true and false), each making up to
-    `max_statements` statements in order; exactly one assignment of kinds fits, and no statement is spare."""
+    `max_statements` statements in order, some of them (about `meta` % of the draws) about the truth of other
+    numbered statements; exactly one assignment of kinds fits, and no statement is spare."""
     n = islanders
     names = rng.sample(_ISLANDERS, n)
     K, C = _ternary(n), _kind_counts(n)
@@ -314,36 +333,48 @@ def knights_knaves(rng: ItemRng, *, islanders: int = 11, max_statements: int = 3
             continue
         row = sum(kind * 3 ** (n - 1 - i) for i, kind in enumerate(truth))  # the hidden assignment's row in K
         first_true = [rng.random() < 0.5 for _ in range(n)]  # whether a switcher's first statement is true
-        said: list[list[Statement]] = [[] for _ in range(n)]
-        alive, Ka, Ca, tries = np.arange(len(K)), K, C, 0  # the consistent rows so far, and their table
+        # said[s]: speaker s's statements in order, each (id, text, truth function, ids of the statements it is
+        # about); bases: the statements about kinds, which statements about statements may refer to.
+        said: list[list[tuple[int, str, Truth, tuple[int, ...]]]] = [[] for _ in range(n)]
+        bases: list[tuple[int, Truth]] = []
+        alive, Ka, Ca, tries, next_id = np.arange(len(K)), K, C, 0, 0  # the consistent rows so far, their table
         while len(alive) > 1 and tries < 40 * n:
             open_speakers = [i for i in range(n) if len(said[i]) < max_statements]
             if not open_speakers:
                 break
             s, tries = rng.choice(open_speakers), tries + 1
-            text, truth_of = _island_statement(rng, s, n, names)
+            if bases and rng.random() < meta / 100:
+                text, truth_of, refs = _meta_statement(rng, bases)
+            else:
+                (text, truth_of), refs = _island_statement(rng, s, n, names), ()
             # A knight's statements are true, a knave's false; a switcher's alternate from a drawn start.
             wanted = truth[s] == 0 or (truth[s] == 2 and first_true[s] == (len(said[s]) % 2 == 0))
-            if bool(truth_of(K[row:row + 1], C[:, row:row + 1])[0]) != wanted or any(t == text for t, _ in said[s]):
+            if bool(truth_of(K[row:row + 1], C[:, row:row + 1])[0]) != wanted or any(t == text for _, t, _, _ in said[s]):
                 continue
             fit = _consistent([Ka[:, s] == k for k in range(3)],
-                              [t(Ka, Ca) for _, t in said[s]] + [truth_of(Ka, Ca)])
+                              [t(Ka, Ca) for _, _, t, _ in said[s]] + [truth_of(Ka, Ca)])
             if not fit.all():  # a statement that cuts nothing would be spare at once
                 alive, Ka, Ca, tries = alive[fit], Ka[fit], Ca[:, fit], 0
-                said[s].append((text, truth_of))
+                said[s].append((next_id, text, truth_of, refs))
+                if not refs:
+                    bases.append((next_id, truth_of))
+                next_id += 1
         if len(alive) == 1:
             break
     kinds = _kinds_of(n)
-    truths = [[t(K, C) for _, t in said[s]] for s in range(n)]
+    truths = [[t(K, C) for _, _, t, _ in said[s]] for s in range(n)]
     fit = [_consistent(kinds[s], truths[s]) for s in range(n)]  # fit[s]: the rows where s's statements fit
-    # Drop statements while the hidden assignment stays the only consistent one. Dropping a statement from the
-    # middle changes a switcher's alternation rather than relaxing it, so sweep until no statement can go.
+    # Drop statements while the hidden assignment stays the only consistent one; a statement another one is about
+    # stays while that one does. Dropping a statement from the middle changes a switcher's alternation rather
+    # than relaxing it, so sweep until no statement can go.
     while True:
         dropped = False
-        slots = [(s, text) for s in range(n) for text, _ in said[s]]
+        slots = [(s, sid) for s in range(n) for sid, _, _, _ in said[s]]
         rng.shuffle(slots)
-        for s, text in slots:
-            i = next(j for j, (t, _) in enumerate(said[s]) if t == text)
+        for s, sid in slots:
+            if any(sid in refs for t in said for _, _, _, refs in t):
+                continue
+            i = next(j for j, entry in enumerate(said[s]) if entry[0] == sid)
             rest = truths[s][:i] + truths[s][i + 1:]
             trial = _consistent(kinds[s], rest)
             if not trial[row]:
@@ -356,37 +387,46 @@ def knights_knaves(rng: ItemRng, *, islanders: int = 11, max_statements: int = 3
             break
     # The measure: a search that gives islanders kinds one at a time, most-mentioned first, and rejects a
     # partial assignment as soon as some speaker's statements can no longer all fit that speaker's kind.
-    mentions = [sum(names[i] in text for t in said for text, _ in t) + 2 * len(said[i]) for i in range(n)]
+    mentions = [sum(names[i] in text for t in said for _, text, _, _ in t) + 2 * len(said[i]) for i in range(n)]
     order = sorted(range(n), key=lambda i: (-mentions[i], i))
     depth = [order.index(i) for i in range(n)]
     K2 = K[:, depth]  # rows in the search's lexicographic order; column i is islander i
     kinds2 = [kinds[d] for d in depth]  # islander i of K2 is column depth[i] of K
-    masks = [_consistent(kinds2[s], [truth_of(K2, C) for _, truth_of in said[s]]) for s in range(n) if said[s]]
+    masks = [_consistent(kinds2[s], [truth_of(K2, C) for _, _, truth_of, _ in said[s]]) for s in range(n) if said[s]]
     nodes, rejected = _dfs_rejections(masks, [3] * n)
+    number = {sid: k for k, sid in enumerate((sid for t in said for sid, _, _, _ in t), 1)}
     lines = []
     for s in range(n):
         if said[s]:
-            lines.append(f"{names[s]}: " + " ".join(f'({j}) "{text}"' for j, (text, _) in enumerate(said[s], 1)))
+            parts = []
+            for sid, text, _, refs in said[s]:
+                for ref in refs:
+                    text = text.replace(f"«{ref}»", str(number[ref]))
+                parts.append(f'[{number[sid]}] "{text}"')
+            lines.append(f"{names[s]}: " + " ".join(parts))
         else:
             lines.append(f"{names[s]} says nothing.")
     word = _NUMBER_WORDS[n]
     answer = [_KINDS[k] for k in truth]
+    metas = sum(bool(refs) for t in said for _, _, _, refs in t)
     prompt = (
         "On an island every inhabitant is exactly one of three kinds: a knight, whose statements are all true; a "
         "knave, whose statements are all false; or a switcher, whose statements alternate between true and false "
         "in the order they are made (a switcher's first statement may be true or false, the second then has the "
         "opposite truth value, the third the same as the first; a switcher who makes a single statement may say "
         f"anything). You meet {word} inhabitants — " + ", ".join(names) + " — who all know each other's kinds. "
-        "Every statement is about kinds. \"If P, then Q\" is false only when P is true and Q is false. \"Us "
-        f"{word}\" means all {word} of them, the speaker included. \"I\" is the speaker. Each inhabitant's "
-        "statements are listed in the order they were made:\n\n"
+        f"Their statements are numbered [1] to [{len(number)}] across all of them; each inhabitant's statements "
+        "are listed in the order that inhabitant made them. A statement is either about kinds or about whether "
+        "other numbered statements are true (\"statement 4 is true\" is true exactly when statement 4 is true); "
+        "no statement is about itself. \"If P, then Q\" is false only when P is true and Q is false. \"Us "
+        f"{word}\" means all {word} of them, the speaker included. \"I\" is the speaker.\n\n"
         + "\n".join(lines)
         + "\n\nExactly one assignment of kinds is consistent with all the statements. What is each inhabitant's "
         f"kind?\n\nEnd your response with a final line `ANSWER: <kinds>`, where <kinds> is {n} comma-separated "
         "words, each knight, knave or switcher, giving the kinds of " + ", ".join(names) + " in that order.")
     generated = _list_answer(prompt, answer)
     return generated.model_copy(update={"difficulty": {
-        "rejected": rejected, "nodes": nodes, "statements": sum(map(len, said)),
+        "rejected": rejected, "nodes": nodes, "statements": sum(map(len, said)), "about_statements": metas,
         "search_space_log10": round(n * math.log10(3), 1)}})
 
 
