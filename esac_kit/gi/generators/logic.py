@@ -97,18 +97,35 @@ def _distance(x: np.ndarray, y: np.ndarray, n: int) -> np.ndarray:
 
 
 _TABLE_MIXES = {  # clue weights: the weak mix is mostly comparisons of distances and clockwise order
-    "weak": {"clockwise": 0, "steps": 1, "next": 1, "not-next": 3, "distance": 1, "far": 2, "closer": 4,
-             "before": 4, "one-of": 2, "halfway": 2, "equal": 3, "even": 1},
+    "weak": {"clockwise": 0, "steps": 1, "next": 1, "not-next": 2, "distance": 1, "far": 1, "closer": 3,
+             "before": 3, "one-of": 2, "halfway": 2, "equal": 2, "even": 1},
     "mixed": {"clockwise": 1, "steps": 2, "next": 2, "not-next": 3, "distance": 2, "far": 2, "closer": 3,
               "before": 3, "one-of": 2, "halfway": 2, "equal": 2, "even": 1},
 }
+# Clues about the colours the guests wear (used when the table has colours).
+_COLOUR_MIX = {"pass": 4, "pass-more": 3, "neighbours": 3, "clockwise-colour": 2, "same-pairs": 1}
+_COLOURS = ["red", "green", "blue"]
 
 
-def round_table(rng: ItemRng, *, guests: int = 10, clues: str = "weak") -> Generated:
-    """Guests around an unmarked round table, fixed up to rotation by clockwise, distance and parity clues."""
-    n, mix = guests, _TABLE_MIXES[clues]
+def round_table(rng: ItemRng, *, guests: int = 10, clues: str = "weak", colours: int = 3) -> Generated:
+    """Guests around an unmarked round table, each wearing a known colour, fixed up to rotation by clockwise,
+    distance, parity and colour-counting clues (how many guests of a colour one passes going clockwise from one
+    guest to another, the colours of a guest's neighbours, how many neighbouring pairs match)."""
+    n, mix = guests, dict(_TABLE_MIXES[clues])
+    if colours:
+        mix |= _COLOUR_MIX
     names = rng.sample(_GUESTS, n)  # names[0] is the guest the answer starts from
     perms = _lex_perms(n - 1)
+    shades = _COLOURS[:colours]
+    if colours:
+        while True:  # every colour worn by at least two guests
+            wear = [rng.randrange(colours) for _ in range(n)]
+            if all(wear.count(c) >= 2 for c in range(colours)):
+                break
+    else:
+        wear = [0] * n
+    wearing = [[g for g in range(n) if wear[g] == c] for c in range(max(colours, 1))]
+    same_pairs = [(g, h) for g in range(n) for h in range(g + 1, n) if wear[g] == wear[h]]
 
     def table(depth: list[int]) -> list[np.ndarray]:
         """Seat of every guest (one array per guest) in every seating with names[0] in seat 0; guest g is
@@ -118,11 +135,42 @@ def round_table(rng: ItemRng, *, guests: int = 10, clues: str = "weak") -> Gener
     S = table(list(range(n - 1)))
     truth = rng.randrange(len(perms))
 
+    def passed(s, a: int, b: int, c: int) -> np.ndarray:
+        """How many guests wearing colour c sit strictly between a and b going clockwise from a."""
+        span = _clockwise(s[a], s[b], n)
+        count = np.zeros(len(span), dtype=np.int8)
+        for g in wearing[c]:
+            if g not in (a, b):
+                step = _clockwise(s[a], s[g], n)
+                count += step < span  # the step is never 0 for another guest
+        return count
+
+    def beside(s, a: int, c: int) -> np.ndarray:
+        """How many of a's two neighbours wear colour c."""
+        count = np.zeros(len(s[a]), dtype=np.int8)
+        for g in wearing[c]:
+            if g != a:
+                count += _distance(s[a], s[g], n) == 1
+        return count
+
+    def matching(s) -> np.ndarray:
+        """How many of the n pairs of neighbours wear the same colour."""
+        count = np.zeros(len(s[0]), dtype=np.int8)
+        for g, h in same_pairs:
+            count += _distance(s[g], s[h], n) == 1
+        return count
+
     def draw() -> tuple[str, Callable[[list[np.ndarray] | _Pick], np.ndarray]]:
         while True:
             a, b, c, d = rng.sample(range(n), 4)
             A, B, C, D = names[a], names[b], names[c], names[d]
             k, far = rng.randint(2, n - 2), rng.randint(2, n // 2)
+            x, y = rng.sample(range(max(colours, 1)), 2) if colours > 1 else (0, 0)
+            X, Y = (shades[x], shades[y]) if colours else ("", "")
+            hold = _Pick(S, slice(truth, truth + 1))
+            count = int(passed(hold, a, b, x)[0]) if colours else 0
+            near = int(beside(hold, a, x)[0]) if colours else 0
+            pairs = int(matching(hold)[0]) if colours else 0
             options: list[tuple[str, str, Callable[[np.ndarray], np.ndarray]]] = [
                 ("clockwise", f"{A} sits immediately clockwise of {B}.",
                  lambda s: _clockwise(s[b], s[a], n) == 1),
@@ -147,8 +195,22 @@ def round_table(rng: ItemRng, *, guests: int = 10, clues: str = "weak") -> Gener
                 ("even", f"The distance between {A} and {B} is an even number.",
                  lambda s: _distance(s[a], s[b], n) % 2 == 0),
             ]
-            _, text, holds = rng.weighted_choice(options, [mix[o[0]] for o in options])
-            if holds(_Pick(S, slice(truth, truth + 1)))[0]:  # test the hidden seating first: it is cheap
+            if colours:
+                options += [
+                    ("pass", f"Going clockwise from {A} to {B}, you pass exactly {count} "
+                     f"{'guest' if count == 1 else 'guests'} in {X}.", lambda s: passed(s, a, b, x) == count),
+                    ("pass-more", f"Going clockwise from {A} to {B}, you pass more guests in {X} than guests in {Y}.",
+                     lambda s: passed(s, a, b, x) > passed(s, a, b, y)),
+                    ("neighbours", f"Exactly {near} of {A}'s two neighbours {'wears' if near == 1 else 'wear'} {X}.",
+                     lambda s: beside(s, a, x) == near),
+                    ("clockwise-colour", f"The guest immediately clockwise of {A} wears {X}.",
+                     lambda s: np.logical_or.reduce([_clockwise(s[a], s[g], n) == 1 for g in wearing[x] if g != a]
+                                                    + [np.zeros(len(s[a]), dtype=bool)])),
+                    ("same-pairs", f"Exactly {pairs} of the {n} pairs of neighbours around the table wear the same "
+                     "colour as each other.", lambda s: matching(s) == pairs),
+                ]
+            _, text, holds = rng.weighted_choice(options, [mix.get(o[0], 0) for o in options])
+            if holds(hold)[0]:  # test the hidden seating first: it is cheap
                 return text, holds
 
     drawn: dict[str, Callable[[np.ndarray], np.ndarray]] = {}
@@ -167,15 +229,24 @@ def round_table(rng: ItemRng, *, guests: int = 10, clues: str = "weak") -> Gener
     nodes, rejected = _dfs_rejections([drawn[text](S2) for text, _ in chosen], list(range(n - 1, 0, -1)))
     seating = [names[g] for g in np.argsort([column[truth] for column in S])]
     word = _NUMBER_WORDS[n]
+    roster = sorted(range(n), key=lambda g: names[g])
+    if colours:
+        who = ", ".join(f"{names[g]} (in {shades[wear[g]]})" for g in roster)
+        dress = (f" Each guest wears one colour, shown after the name; \"in {shades[0]}\" means wearing "
+                 f"{shades[0]}. Going clockwise from X to Y, you pass the guests seated strictly between X and Y on "
+                 "that clockwise walk (not X or Y themselves). Every guest has two neighbours, the guests next to "
+                 f"them; the {n} pairs of neighbours are the pairs of guests in adjacent seats.")
+    else:
+        who, dress = ", ".join(names[g] for g in roster), ""
     prompt = (
-        f"{word.capitalize()} guests — " + ", ".join(sorted(names)) + f" — sit around a round table with {n} "
+        f"{word.capitalize()} guests — " + who + f" — sit around a round table with {n} "
         "equally spaced seats, one guest per seat. The seats are unmarked, so seatings that differ only by a "
         "rotation of everyone count as the same; a mirror image is a different seating. \"X sits k seats "
         "clockwise of Y\" means that stepping k seats clockwise from Y's seat reaches X's seat; \"immediately "
         "clockwise\" means 1 seat clockwise. The distance between two guests is the number of seats stepped "
         "going from one to the other the shorter way round: guests next to each other are at distance 1"
         + (f", guests directly opposite each other at distance {n // 2}" if n % 2 == 0 else "")
-        + ". \"Closer\" compares these distances.\n\nClues:\n"
+        + ". \"Closer\" compares these distances." + dress + "\n\nClues:\n"
         + "\n".join(f"{i}. {text}" for i, (text, _) in enumerate(chosen, 1))
         + f"\n\nExactly one seating satisfies every clue. Starting with {names[0]} and going clockwise, who sits "
         f"where?\n\nEnd your response with a final line `ANSWER: <names>`, where <names> lists all {n} guests, "
@@ -183,6 +254,7 @@ def round_table(rng: ItemRng, *, guests: int = 10, clues: str = "weak") -> Gener
     generated = _list_answer(prompt, seating)
     return generated.model_copy(update={"difficulty": {
         "rejected": rejected, "nodes": nodes, "clues": len(chosen),
+        "colour_clues": sum(any(f" {c}" in text for c in shades) or "same colour" in text for text, _ in chosen),
         "search_space_log10": round(math.log10(math.factorial(n - 1)), 1)}})
 
 
