@@ -506,29 +506,27 @@ def knights_knaves(rng: ItemRng, *, islanders: int = 11, max_statements: int = 3
 
 _TASKS = ["Audit", "Backup", "Cabling", "Deploy", "Encrypt", "Firmware", "Gateway", "Hotfix", "Inventory", "Journal",
           "Kiosk", "Ledger"]
+_JOB_TYPES = ["press", "lathe"]
 
 
-@cache
-def _positions(n: int) -> np.ndarray:
-    """For every order in _lex_perms(n): the position of each job (the inverse permutation), one row per order."""
-    return np.ascontiguousarray(np.argsort(_lex_perms(n), axis=1).astype(np.int8))
-
-
-def _order_cost(order: list[int], p: list[int], w: list[int], r: list[int],
+def _order_cost(order: list[int], p: list[int], w: list[int], r: list[int], kind: list[int], setup: int,
                 before: list[tuple[int, int]]) -> int | None:
-    """Total weighted finishing time of an order (each job as early as possible), None if it breaks a
-    precedence."""
+    """Total weighted finishing time of an order (each job as early as possible, a changeover of `setup` hours
+    after a job whose type differs from the next one's), None if it breaks a precedence."""
     position = {j: i for i, j in enumerate(order)}
     if any(position[a] > position[b] for a, b in before):
         return None
     t = cost = 0
+    last = None
     for j in order:
-        t = max(t, r[j]) + p[j]
+        t = max(t + (setup if last is not None and kind[j] != last else 0), r[j]) + p[j]
         cost += w[j] * t
+        last = kind[j]
     return cost
 
 
-def _heuristic_cost(p: list[int], w: list[int], r: list[int], before: list[tuple[int, int]]) -> int:
+def _heuristic_cost(p: list[int], w: list[int], r: list[int], kind: list[int], setup: int,
+                    before: list[tuple[int, int]]) -> int:
     """The obvious approach: dispatch (whenever the machine is free, start the released job whose predecessors
     are done with the highest weight per hour, ties to the lower index; if none is released, wait for the first
     release), then swap neighbouring jobs while a swap lowers the cost."""
@@ -537,16 +535,16 @@ def _heuristic_cost(p: list[int], w: list[int], r: list[int], before: list[tuple
         ready = [j for j in range(n) if j not in done and all(a in done for a, b in before if b == j)]
         released = [j for j in ready if r[j] <= t] or [min(ready, key=lambda j: (r[j], j))]
         j = max(released, key=lambda j: (w[j] / p[j], -j))
-        t = max(t, r[j]) + p[j]
+        t = max(t + (setup if order and kind[order[-1]] != kind[j] else 0), r[j]) + p[j]
         done.add(j)
         order.append(j)
-    cost = _order_cost(order, p, w, r, before)
+    cost = _order_cost(order, p, w, r, kind, setup, before)
     assert cost is not None
     while True:
         best = None
         for i in range(n - 1):
             swapped = order[:i] + [order[i + 1], order[i]] + order[i + 2:]
-            c = _order_cost(swapped, p, w, r, before)
+            c = _order_cost(swapped, p, w, r, kind, setup, before)
             if c is not None and c < cost and (best is None or c < best[0]):
                 best = (c, swapped)
         if best is None:
@@ -554,15 +552,75 @@ def _heuristic_cost(p: list[int], w: list[int], r: list[int], before: list[tuple
         cost, order = best
 
 
-def task_schedule(rng: ItemRng, *, jobs: int = 8, precedences: int = 4, releases: int = 4) -> Generated:
-    """Jobs on one machine with release times and precedences: the minimum total weighted finishing time and
-    the unique order that reaches it, drawn so that the obvious approach (dispatch by weight per hour, then
-    swap neighbours while that helps) misses it."""
+def _schedule_optimum(p: list[int], w: list[int], r: list[int], kind: list[int], setup: int,
+                      before: list[tuple[int, int]]) -> tuple[int, int, list[int], int]:
+    """The minimum total cost, how many orders reach it, one such order, and the branch-and-bound measure.
+
+    Dynamic programming over states (jobs done, finishing time, type of the last job): the future of a partial
+    order depends only on its state, so keeping the cheapest cost per state (and counting the partial orders that
+    reach it) finds the optimum and counts the optimal orders exactly. The measure counts the states a
+    branch-and-bound must still expand when it already knows the optimum: those whose cost plus a lower bound
+    (the jobs left in ratio order, duration per weight, without idle time or changeovers from the later of the
+    current time and their earliest release) is below the optimum.
+    """
+    n = len(p)
+    need = [0] * n
+    for a, b in before:
+        need[b] |= 1 << a
+    ratio = sorted(range(n), key=lambda j: (p[j] / w[j], j))
+    layer: dict[tuple[int, int, int], list] = {(0, 0, -1): [0, 1, None]}  # state -> [cost, count, (prev, job)]
+    nodes = 0
+    best_at: dict = {}
+    for size in range(n):
+        nxt: dict[tuple[int, int, int], list] = {}
+        for state, (cost, count, _) in layer.items():
+            mask, t, last = state
+            for j in range(n):
+                if mask >> j & 1 or need[j] & ~mask:
+                    continue
+                finish = max(t + (setup if last >= 0 and kind[j] != last else 0), r[j]) + p[j]
+                key = (mask | 1 << j, finish, kind[j])
+                c = cost + w[j] * finish
+                entry = nxt.get(key)
+                if entry is None or c < entry[0]:
+                    nxt[key] = [c, count, (state, j)]
+                elif c == entry[0]:
+                    entry[1] += count
+        best_at[size + 1] = nxt
+        layer = nxt
+    optimum = min(e[0] for e in layer.values())
+    ways = sum(e[1] for e in layer.values() if e[0] == optimum)
+    state = next(k for k, e in layer.items() if e[0] == optimum)
+    order = []
+    for size in range(n, 0, -1):
+        prev, j = best_at[size][state][2]
+        order.append(j)
+        state = prev
+    order.reverse()
+    for size in range(1, n):
+        for (mask, t, last), (cost, _, _) in best_at[size].items():
+            left = [j for j in ratio if not mask >> j & 1]
+            clock = max(t, min(r[j] for j in left))
+            bound = cost
+            for j in left:
+                clock += p[j]
+                bound += w[j] * clock
+            nodes += bound < optimum
+    return optimum, ways, order, nodes
+
+
+def task_schedule(rng: ItemRng, *, jobs: int = 11, precedences: int = 6, releases: int = 5,
+                  setup: int = 2) -> Generated:
+    """Jobs of two types on one machine with release times, precedences and a changeover between types: the
+    minimum total weighted finishing time and the unique order that reaches it, drawn so that the obvious approach
+    (dispatch by weight per hour, then swap neighbours while that helps) misses it."""
     n = jobs
-    orders, where = _lex_perms(n), _positions(n)
     while True:
         p = [rng.randint(1, 7) for _ in range(n)]
         w = [rng.randint(1, 5) for _ in range(n)]
+        kind = [rng.randrange(2) for _ in range(n)]
+        if not 3 <= sum(kind) <= n - 3:
+            continue
         r = [0] * n
         for j in rng.sample(range(n), releases):
             r[j] = rng.randint(2, 2 * n)
@@ -571,44 +629,36 @@ def task_schedule(rng: ItemRng, *, jobs: int = 8, precedences: int = 4, releases
             a, b = rng.sample(range(n), 2)
             if (a, b) not in pairs and (b, a) not in pairs:
                 pairs.append((a, b))
-        # Every order's schedule: each job starts when the previous one is done and it is released.
-        P, W, R = (np.array(v, dtype=np.int32) for v in (p, w, r))
-        t = np.zeros(len(orders), dtype=np.int32)
-        cost = np.zeros(len(orders), dtype=np.int32)
-        times, costs = [], []
-        for position in range(n):
-            job = orders[:, position]
-            t = np.maximum(t, R[job]) + P[job]
-            cost = cost + W[job] * t
-            times.append(t)
-            costs.append(cost)
-        feasible = np.ones(len(orders), dtype=bool)
-        for a, b in pairs:
-            feasible &= where[:, a] < where[:, b]
-        if not feasible.any():
+        need = {j: {a for a, b in pairs if b == j} for j in range(n)}
+        done: set[int] = set()  # a cycle of precedences leaves no feasible order
+        while len(done) < n and (free := [j for j in range(n) if j not in done and need[j] <= done]):
+            done |= set(free)
+        if len(done) < n:
             continue
-        best = int(cost[feasible].min())
-        winners = np.flatnonzero(feasible & (cost == best))
-        if len(winners) != 1:
+        best, ways, optimum, nodes = _schedule_optimum(p, w, r, kind, setup, pairs)
+        if ways != 1:
             continue
-        greedy = _heuristic_cost(p, w, r, pairs)
+        greedy = _heuristic_cost(p, w, r, kind, setup, pairs)
         if greedy > best:
             break
-    optimum = [int(j) for j in orders[winners[0]]]
-    nodes = _bound_nodes(n, p, w, r, pairs, orders, where, times, costs, best)
     names = rng.sample(_TASKS, n)
     listing = "\n".join(
-        f"- {names[j]}: {p[j]} {'hour' if p[j] == 1 else 'hours'}, weight {w[j]}"
+        f"- {names[j]}: {_JOB_TYPES[kind[j]]} job, {p[j]} {'hour' if p[j] == 1 else 'hours'}, weight {w[j]}"
         + (f", released at hour {r[j]}" if r[j] else ", available from hour 0") for j in range(n))
     rules = "\n".join(f"- {names[a]} must be finished before {names[b]} starts." for a, b in pairs)
     word = _NUMBER_WORDS[n]
+    hours = f"{setup} {'hour' if setup == 1 else 'hours'}"
     prompt = (
         f"A workshop has one machine and {word} jobs to run on it, one at a time, each from start to finish without "
         "interruption. Time is counted in whole hours from hour 0, when the machine becomes free. Each job has a "
-        "duration, a weight, and a release time before which it cannot start. Once an order of the jobs is "
-        "chosen, each job starts as soon as both the previous job has finished and its own release time has come "
-        "(the machine stands idle while it waits for a release). A job of weight w that finishes at hour C costs "
-        "w × C, and the total cost of an order is the sum of these costs over all jobs.\n\nJobs:\n"
+        f"type ({_JOB_TYPES[0]} or {_JOB_TYPES[1]}), a duration, a weight, and a release time before which it cannot "
+        f"start. When the machine goes from a job of one type to a job of the other type, a changeover of {hours} "
+        "must follow the end of the first job before the second may start (no changeover before the first job or "
+        "between two jobs of the same type; the changeover may overlap a wait for a release). Once an order of the "
+        "jobs is chosen, each job starts as soon as the previous job has finished (plus the changeover, if the "
+        "type changes) and its own release time has come (the machine stands idle while it waits for a release). "
+        "A job of weight w that finishes at hour C costs w × C, and the total cost of an order is the sum of these "
+        "costs over all jobs.\n\nJobs:\n"
         + listing + "\n\nOrder constraints:\n" + rules
         + "\n\nExactly one order that respects the order constraints has the smallest possible total cost. "
         "What is that minimum total cost, and what is the order?\n\n"
@@ -617,36 +667,8 @@ def task_schedule(rng: ItemRng, *, jobs: int = 8, precedences: int = 4, releases
         f"{n + 1} comma-separated entries).")
     generated = _list_answer(prompt, [str(best)] + [names[j] for j in optimum])
     return generated.model_copy(update={"difficulty": {
-        "nodes": nodes, "heuristic_excess": greedy - best, "feasible_orders": int(feasible.sum()),
+        "nodes": nodes, "heuristic_excess": greedy - best,
         "search_space_log10": round(math.log10(math.factorial(n)), 1)}})
-
-
-def _bound_nodes(n: int, p: list[int], w: list[int], r: list[int], pairs: list[tuple[int, int]],
-                 orders: np.ndarray, where: np.ndarray, times: list[np.ndarray], costs: list[np.ndarray],
-                 best: int) -> int:
-    """Nodes a branch-and-bound must expand even when it already knows the optimum: partial orders (a first
-    job, first two jobs, ...) that respect the precedences and whose lower bound is below the optimum.
-
-    The bound adds to the partial order's cost the cost of the remaining jobs run in ratio order (duration per
-    weight, ascending) with no idle time from the later of the current time and their earliest release, which
-    relaxes releases and precedences and so never overestimates.
-    """
-    ratio = sorted(range(n), key=lambda j: (p[j] / w[j], j))
-    P, W, R = (np.array([v[j] for j in ratio], dtype=np.int32) for v in (p, w, r))
-    nodes = 0
-    for d in range(1, n):
-        block = math.factorial(n - d)
-        rows = slice(0, len(orders), block)  # one order per distinct first-d-jobs prefix
-        placed = where[rows][:, ratio] < d  # [prefix, job in ratio order]
-        feasible = np.ones(len(placed), dtype=bool)
-        for a, b in pairs:
-            feasible &= ~(placed[:, ratio.index(b)] & ~placed[:, ratio.index(a)])
-        left = ~placed
-        start = np.maximum(times[d - 1][rows], np.where(left, R, 1 << 20).min(1))
-        finish = start[:, None] + np.cumsum(left * P, axis=1)
-        bound = costs[d - 1][rows] + (left * W * finish).sum(1)
-        nodes += int((feasible & (bound < best)).sum())
-    return nodes
 
 
 # ---------------------------------------------------------------- code breaking
