@@ -681,44 +681,90 @@ def _digit_codes(positions: int, digits: int) -> list[np.ndarray]:
     return [np.ascontiguousarray(row) for row in grid]
 
 
-def _score(columns: list[np.ndarray], guess: list[int]) -> tuple[np.ndarray, np.ndarray]:
-    """Hits (right digit, right position) and near misses (digit off by exactly one) of a guess against codes."""
-    size = len(columns[0])
-    hits, near = np.zeros(size, dtype=np.int8), np.zeros(size, dtype=np.int8)
-    for i, g in enumerate(guess):
-        column = columns[i]
-        hits += column == g
-        near += (column == g - 1) | (column == g + 1)
-    return hits, near
+# How a guess is scored: per position a pair of counts from the guess's digit g and the secret's digit s there.
+# Each rule: the second count's name (singular, plural; None for a rule with one count), the prompt's words for
+# it, and the two per-position contributions as functions of (g, s, digits).
+_CODE_RULES: dict[str, tuple] = {
+    "near": (("near", "near"), "a position is a hit when the guess has exactly the secret's digit there, and a near "
+             "miss (\"near\") when the guess's digit there is one more or one less than the secret's digit there "
+             "({top} and 0 are not one apart). Every other position scores nothing. The score gives only the number "
+             "of hits and the number of near misses",
+             lambda g, s, d: g == s, lambda g, s, d: abs(g - s) == 1),
+    "ring": (("near", "near"), "the digits 0 to {top} stand round a dial, so {top} and 0 are neighbours. A position is "
+             "a hit when the guess has exactly the secret's digit there, and a near miss (\"near\") when the "
+             "guess's digit there is a neighbour of the secret's digit on the dial (one more or one less, where "
+             "{top} and 0 are also one apart). Every other position scores nothing. The score gives only the number "
+             "of hits and the number of near misses",
+             lambda g, s, d: g == s, lambda g, s, d: ((g - s) % d == 1) | ((g - s) % d == d - 1)),
+    "high": (("high", "high"), "a position is a hit when the guess has exactly the secret's digit there, and high when "
+             "the guess's digit there is greater than the secret's digit there (any amount greater). Every other "
+             "position (a guess's digit below the secret's) scores nothing. The score gives only the number of hits "
+             "and the number of high positions",
+             lambda g, s, d: g == s, lambda g, s, d: g > s),
+    "parity": (("parity", "parity"), "a position is a hit when the guess has exactly the secret's digit there, and "
+               "a parity miss (\"parity\") when the guess's digit there differs from the secret's digit there but "
+               "both are even or both are odd. Every other position scores nothing. The score gives only the number "
+               "of hits and the number of parity misses",
+               lambda g, s, d: g == s, lambda g, s, d: (g != s) & ((g - s) % 2 == 0)),
+    "close": (("close", "close"), "a position is a hit when the guess has exactly the secret's digit there, and "
+              "close when the guess's digit there differs from the secret's digit there by 1 or 2 (not round a "
+              "dial: {top} and 0 differ by {top}). Every other position scores nothing. The score gives only the "
+              "number of hits and the number of close positions",
+              lambda g, s, d: g == s, lambda g, s, d: (abs(g - s) >= 1) & (abs(g - s) <= 2)),
+    "points": (None, "a position earns 2 points when the guess has exactly the secret's digit there, 1 point when the "
+               "guess's digit there is one more or one less than the secret's digit there ({top} and 0 are not one "
+               "apart), and 0 points otherwise. The score gives only the total number of points over all positions",
+               lambda g, s, d: 2 * (g == s) + (abs(g - s) == 1), lambda g, s, d: g != g),
+}
+_CODE_RULE_SETS = {"classic": ["near"], "varied": ["ring", "high", "parity", "close", "points"]}
 
 
-def code_breaker(rng: ItemRng, *, positions: int = 5, digits: int = 10) -> Generated:
-    """A secret code of digits deduced from guesses scored by hits and near misses (off by one in place)."""
+@cache
+def _code_tables(rule: str, digits: int) -> tuple[np.ndarray, np.ndarray]:
+    """The rule's two per-position contributions, [guess digit, secret digit]."""
+    g, s = np.indices((digits, digits))
+    _, _, first, second = _CODE_RULES[rule]
+    return np.asarray(first(g, s, digits), dtype=np.int8), np.asarray(second(g, s, digits), dtype=np.int8)
+
+
+def code_breaker(rng: ItemRng, *, positions: int = 6, digits: int = 10, rules: str = "varied") -> Generated:
+    """A secret code of digits deduced from guesses scored by a rule drawn per instance (hits plus near misses on
+    a dial, positions guessed too high, parity misses, close positions, or a single points total)."""
     columns = _digit_codes(positions, digits)
     total = digits ** positions
+    rule = rng.choice(_CODE_RULE_SETS[rules])
+    count_name, wording, _, _ = _CODE_RULES[rule]
+    first_table, second_table = _code_tables(rule, digits)
     secret = [rng.randrange(digits) for _ in range(positions)]
-    scored: dict[str, tuple[list[int], int, int]] = {}
+
+    def describe(one: int, two: int) -> str:
+        if count_name is None:
+            return f"{one} {'point' if one == 1 else 'points'}"
+        return f"{one} {'hit' if one == 1 else 'hits'}, {two} {count_name[0] if two == 1 else count_name[1]}"
 
     def draw() -> LazyClue:
         while True:
             guess = [rng.randrange(digits) for _ in range(positions)]
             if guess != secret:  # a guess of the secret itself would give the answer away
                 break
-        hits = sum(g == s for g, s in zip(guess, secret))
-        near = sum(abs(g - s) == 1 for g, s in zip(guess, secret))
-        text = f"{' '.join(map(str, guess))}  ->  {hits} {'hit' if hits == 1 else 'hits'}, {near} near"
-        scored[text] = (guess, hits, near)
+        one = int(sum(first_table[g, s] for g, s in zip(guess, secret)))
+        two = int(sum(second_table[g, s] for g, s in zip(guess, secret)))
+        text = f"{' '.join(map(str, guess))}  ->  {describe(one, two)}"
 
         def allows(rows: np.ndarray | None) -> np.ndarray:
             if rows is None:  # every code: per-position scores broadcast over the lexicographic grid of codes
                 h, m = np.int8(0), np.int8(0)
                 for g in guess:
-                    values = np.arange(digits)
-                    h = np.add.outer(h, (values == g).astype(np.int8))
-                    m = np.add.outer(m, (abs(values - g) == 1).astype(np.int8))
-                return ((h == hits) & (m == near)).reshape(-1)
-            h, m = _score([column[rows] for column in columns], guess)
-            return (h == hits) & (m == near)
+                    h = np.add.outer(h, first_table[g])
+                    m = np.add.outer(m, second_table[g])
+                return ((h == one) & (m == two)).reshape(-1)
+            h = np.zeros(len(rows), dtype=np.int8)
+            m = np.zeros(len(rows), dtype=np.int8)
+            for column, g in zip(columns, guess):
+                values = column[rows]
+                h += first_table[g][values]
+                m += second_table[g][values]
+            return (h == one) & (m == two)
         return text, allows
 
     clues = minimal_clues(rng, draw, total)
@@ -727,11 +773,9 @@ def code_breaker(rng: ItemRng, *, positions: int = 5, digits: int = 10) -> Gener
     top = digits - 1
     prompt = (
         f"A secret code is a row of {word} digits, each from 0 to {top}; digits may repeat and the code may start "
-        "with 0. Each guess below was scored against the secret, position by position: a position is a hit when "
-        "the guess has exactly the secret's digit there, and a near miss when the guess's digit there is one "
-        f"more or one less than the secret's digit there ({top} and 0 are not one apart). Every other position "
-        "scores nothing. The score gives only the number of hits and the number of near misses, never which "
-        f"positions they are.\n\nScored guesses (positions 1 to {positions}, left to right):\n"
+        "with 0. Each guess below was scored against the secret, position by position, by this rule: "
+        + wording.format(top=top) + ", never which positions earned what."
+        f"\n\nScored guesses (positions 1 to {positions}, left to right):\n"
         + "\n".join(f"{i}. {text}" for i, (text, _) in enumerate(clues, 1))
         + "\n\nExactly one code is consistent with every score. What is the secret code?\n\n"
         f"End your response with a final line `ANSWER: <digits>`, where <digits> are the code's {positions} "
