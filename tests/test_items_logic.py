@@ -3,15 +3,19 @@ difficulty band, the drivers turn the measured difficulty, and the uniqueness cl
 reading only the prompt text find exactly one solution, it is the key, and (where the generator promises it)
 every clue is needed.
 
-Test of fairness (why an expert, or a model with ~30k tokens of careful thinking, can solve every instance):
-each prompt states every rule it uses and is at most ~1,500 tokens; the declared bands cap the search a
-mechanical solver needs (at most 400 refuted branches for a zebra grid whose propagation does most of the
-work, a few thousand rejected partial assignments for the enumerable items), and each item yields to an idea
-that cuts that search far below the mechanical figure — propagation of the strong clues first in the zebra
-grid, reading a speaker's statements as one pattern (all true, all false, or alternating) for the islanders,
-fixing the few oriented clues before the symmetric ones at the round table, the ratio rule plus an exchange
-argument that accounts for idle time for the schedule, and position-by-position elimination from the 0-hit
-guesses for the code. `test_fairness_bounds_hold` checks the bounds this argument rests on."""
+Test of fairness (why an expert, or a model with ~40k tokens of careful thinking, can solve every instance):
+each prompt states every rule it uses (the code breaker's per-instance scoring rule, the round table's colours
+and what "passing" a guest means, the changeover of the schedule, what a statement about a statement refers to)
+and is at most ~2,200 tokens; the declared bands cap the search a mechanical solver needs (at most 3,000 refuted
+branches for a 7 x 7 zebra grid whose propagation does most of the work, under 10,000 rejected partial
+assignments for the enumerable items, at most 2,000 bounded states for the schedule), and each item yields to an
+idea that cuts that search far below the mechanical figure — propagation of the strong clues first in the zebra
+grid, reading a speaker's statements as one pattern (all true, all false, or alternating) and resolving the
+statements about statements as short chains back to statements about kinds for the islanders, fixing the few
+oriented clues before the symmetric ones and the colour counts arc by arc at the round table, a bounded search
+with dominance (same jobs done, same clock, same last type: keep the cheaper) for the schedule, and
+position-by-position elimination from the low-scoring guesses for the code. `test_fairness_bounds_hold` checks
+the bounds this argument rests on."""
 
 import math
 import re
@@ -113,7 +117,7 @@ DRIVERS = {
     "logic-zebra": ("houses", 5),
     "logic-knights-knaves": ("islanders", 9),
     "logic-round-table": ("guests", 8),
-    "logic-task-schedule": ("jobs", 6),
+    "logic-task-schedule": ("jobs", 8),
     "logic-code-breaker": ("positions", 5),
 }
 
@@ -135,13 +139,14 @@ def test_raising_the_main_driver_raises_the_measured_difficulty(item_id):
 
 def test_fairness_bounds_hold():
     """The figures the fairness argument in this module's docstring rests on."""
-    bounds = {"logic-zebra": ("clues", 48), "logic-knights-knaves": ("statements", 26),
-              "logic-round-table": ("clues", 24), "logic-code-breaker": ("guesses", 12)}
+    bounds = {"logic-zebra": ("clues", 64), "logic-knights-knaves": ("statements", 28),
+              "logic-round-table": ("clues", 24), "logic-code-breaker": ("guesses", 14),
+              "logic-task-schedule": ("nodes", 2000)}
     for item_id in ITEMS:
         spec = suite().item(item_id).difficulty
         assert spec.band[1] <= 10000
         for g in instances(item_id):
-            assert len(g.prompt) / 4 <= 1600  # tokens, at about four characters each
+            assert len(g.prompt) / 4 <= 2200  # tokens, at about four characters each
             if item_id in bounds:
                 figure, most = bounds[item_id]
                 assert g.difficulty[figure] <= most
@@ -223,7 +228,35 @@ TABLE_PATTERNS = [
     (r"The distance between (\w+) and (\w+) equals the distance between (\w+) and (\w+)\.",
      lambda s, n, a, b, c, d: dist(s[a], s[b], n) == dist(s[c], s[d], n)),
     (r"The distance between (\w+) and (\w+) is an even number\.", lambda s, n, a, b: dist(s[a], s[b], n) % 2 == 0),
+    (r"Going clockwise from (\w+) to (\w+), you pass exactly (\d+) guests? in (\w+)\.",
+     lambda s, n, a, b, k, c: passed(s, n, a, b, c) == int(k)),
+    (r"Going clockwise from (\w+) to (\w+), you pass more guests in (\w+) than guests in (\w+)\.",
+     lambda s, n, a, b, c, c2: passed(s, n, a, b, c) > passed(s, n, a, b, c2)),
+    (r"Exactly (\d+) of (\w+)'s two neighbours wears? (\w+)\.",
+     lambda s, n, k, a, c: sum((dist(s[a], s[g], n) == 1).astype(int) for g in s.wearing(c) if g != a) == int(k)),
+    (r"The guest immediately clockwise of (\w+) wears (\w+)\.",
+     lambda s, n, a, c: np.any([cw(s[a], s[g], n) == 1 for g in s.wearing(c) if g != a], axis=0)),
+    (r"Exactly (\d+) of the (\d+) pairs of neighbours around the table wear the same colour as each other\.",
+     lambda s, n, k, m: int(m) == n and sum((dist(s[g], s[h], n) == 1).astype(int) for g in s for h in s
+                                            if g < h and s.colour[g] == s.colour[h]) == int(k)),
 ]
+
+
+class Seats(dict):
+    """Guest -> seat array, with each guest's colour."""
+
+    def __init__(self, seats, colour):
+        super().__init__(seats)
+        self.colour = colour
+
+    def wearing(self, c):
+        return [g for g in self if self.colour[g] == c]
+
+
+def passed(s, n, a, b, c):
+    """Guests in colour c strictly between a and b going clockwise from a."""
+    return sum(((0 < cw(s[a], s[g], n)) & (cw(s[a], s[g], n) < cw(s[a], s[b], n))).astype(int)
+               for g in s.wearing(c) if g not in (a, b))
 
 
 @cache
@@ -234,13 +267,15 @@ def seatings(n: int) -> np.ndarray:
 
 def test_round_table_has_exactly_one_seating_and_no_spare_clue():
     for g in instances("logic-round-table"):
-        guests = re.search(r"guests — (.*?) — sit around", g.prompt)[1].split(", ")
+        roster = re.findall(r"(\w+) \(in (\w+)\)", re.search(r"guests — (.*?) — sit around", g.prompt)[1])
+        guests, colour = [x for x, _ in roster], dict(roster)
         n = int(re.search(r"round table with (\d+) equally spaced seats", g.prompt)[1])
         first = re.search(r"Starting with (\w+) and going clockwise", g.prompt)[1]
         assert len(guests) == n and first in guests
         others = [x for x in guests if x != first]
         table = seatings(n)
-        seat = {first: np.zeros(len(table), dtype=np.int64)} | {x: table[:, i] for i, x in enumerate(others)}
+        seat = Seats({first: np.zeros(len(table), dtype=np.int64)} | {x: table[:, i] for i, x in enumerate(others)},
+                     colour)
         masks = []
         for line in numbered_lines(g.prompt):
             test, args = parse_clue(line, TABLE_PATTERNS)
@@ -290,60 +325,122 @@ def speaker_fits(K, me, truths):
     return np.where(K[me] == 0, knight, np.where(K[me] == 1, knave, switcher))
 
 
+META_PATTERNS = [  # statements about numbered statements: T maps a statement's number to its truth per row
+    (r"Statement (\d+) is true\.", lambda T, a: T[int(a)]),
+    (r"Statement (\d+) is false\.", lambda T, a: ~T[int(a)]),
+    (r"Statements (\d+) and (\d+) are both true or both false\.", lambda T, a, b: T[int(a)] == T[int(b)]),
+    (r"Exactly one of statements (\d+) and (\d+) is true\.", lambda T, a, b: T[int(a)] != T[int(b)]),
+    (r"At least one of statements (\d+) and (\d+) is false\.", lambda T, a, b: ~(T[int(a)] & T[int(b)])),
+]
+
+
 def test_islanders_have_exactly_one_consistent_assignment_and_no_spare_statement():
     for g in instances("logic-knights-knaves"):
         people = re.search(r"You meet \w+ inhabitants — (.*?) — who", g.prompt)[1].split(", ")
         table = kind_table(len(people))
         K = {p: table[:, i] for i, p in enumerate(people)}
-        said = {}
-        for line in re.findall(r"^(\w+: \(1\).*|\w+ says nothing\.)$", g.prompt, flags=re.M):
+        spoken = {}  # speaker -> [(number, text)]
+        for line in re.findall(r"^(\w+: \[\d+\].*|\w+ says nothing\.)$", g.prompt, flags=re.M):
             speaker = line.split(":")[0].split(" ")[0]
-            statements = re.findall(r'\((\d+)\) "(.*?)"', line)
-            assert [int(i) for i, _ in statements] == list(range(1, len(statements) + 1))
-            truths = []
-            for _, text in statements:
-                test, args = parse_clue(text, ISLAND_PATTERNS)
-                truths.append(np.asarray(test(K, speaker, *args), dtype=bool))
-            said[speaker] = truths
-        assert sorted(said) == sorted(people)
+            spoken[speaker] = [(int(i), text) for i, text in re.findall(r'\[(\d+)\] "(.*?)"', line)]
+        assert sorted(spoken) == sorted(people)
+        numbers = [i for p in people for i, _ in spoken[p]]
+        assert numbers == list(range(1, len(numbers) + 1))  # numbered in the order listed
+        # Statements about kinds first, then those about them (which never point at one another).
+        T, referenced = {}, set()
+        for p in people:
+            for i, text in spoken[p]:
+                if not text.startswith(("Statement", "Exactly one of statements", "At least one of statements")):
+                    test, args = parse_clue(text, ISLAND_PATTERNS)
+                    T[i] = np.asarray(test(K, p, *args), dtype=bool)
+        for p in people:
+            for i, text in spoken[p]:
+                if i not in T:
+                    test, args = parse_clue(text, META_PATTERNS)
+                    assert all(int(a) in T and int(a) != i for a in args)  # only about statements about kinds
+                    referenced |= {int(a) for a in args}
+                    T[i] = np.asarray(test(T, *args), dtype=bool)
+        said = {p: [T[i] for i, _ in spoken[p]] for p in people}
         fits = {p: speaker_fits(K, p, t) for p, t in said.items() if t}
         answer = entries(g)
         expected = int(np.flatnonzero(np.all([K[p] == KIND[k] for p, k in zip(people, answer)], axis=0))[0])
         alive = np.all(list(fits.values()), axis=0)
         assert list(np.flatnonzero(alive)) == [expected]
-        # No statement is spare: without it the key is no longer the only consistent assignment.
+        # No statement is spare: without it the key is no longer the only consistent assignment (a statement
+        # another one is about cannot go without that one).
         for p, truths in said.items():
             for i in range(len(truths)):
+                if spoken[p][i][0] in referenced:
+                    continue
                 rest = truths[:i] + truths[i + 1:]
                 fit = speaker_fits(K, p, rest) if rest else np.ones(len(table), dtype=bool)
                 others = [f for q, f in fits.items() if q != p]
                 assert list(np.flatnonzero(np.all(others + [fit], axis=0))) != [expected], (p, i + 1)
 
 
+def test_some_islanders_speak_about_statements():
+    counts = [g.difficulty["about_statements"] for g in instances("logic-knights-knaves")]
+    assert sum(c > 0 for c in counts) >= len(counts) * 3 // 4 and median(counts) >= 2
+
+
 # ---- scheduling
 
 def parse_jobs(prompt):
     jobs = {}
-    for name, p, w, r in re.findall(r"^- (\w+): (\d+) hours?, weight (\d+), (?:released at hour (\d+)|available "
-                                    r"from hour 0)$", prompt, flags=re.M):
-        jobs[name] = (int(p), int(w), int(r or 0))
+    for name, kind, p, w, r in re.findall(r"^- (\w+): (\w+) job, (\d+) hours?, weight (\d+), (?:released at hour "
+                                          r"(\d+)|available from hour 0)$", prompt, flags=re.M):
+        jobs[name] = (int(p), int(w), int(r or 0), kind)
     before = re.findall(r"^- (\w+) must be finished before (\w+) starts\.$", prompt, flags=re.M)
-    return jobs, before
+    setup = int(re.search(r"a changeover of (\d+) hours? must follow", prompt)[1])
+    return jobs, before, setup
 
 
-def schedule_cost(order, jobs, before):
+def start_after(clock, last, job, setup):
+    """When a job may start: after the previous one (plus the changeover if the type changes) and its release."""
+    duration, weight, release, kind = job
+    return max(clock + (setup if last is not None and last != kind else 0), release)
+
+
+def schedule_cost(order, jobs, before, setup):
     position = {j: i for i, j in enumerate(order)}
     if any(position[a] > position[b] for a, b in before):
         return None
     clock = total = 0
+    last = None
     for j in order:
-        duration, weight, release = jobs[j]
-        clock = max(clock, release) + duration
-        total += weight * clock
+        clock = start_after(clock, last, jobs[j], setup) + jobs[j][0]
+        total += jobs[j][1] * clock
+        last = jobs[j][3]
     return total
 
 
-def obvious_schedule_cost(jobs, before):
+def cheapest_orders(jobs, before, setup):
+    """The minimum total cost and every order reaching it, by a memoised search over what is left: the cheapest
+    way to finish depends only on the jobs left, the clock and the type of the last job run."""
+    names = list(jobs)
+    preds = {j: {a for a, b in before if b == j} for j in names}
+
+    @cache
+    def rest(left: frozenset, clock: int, last) -> tuple[int, tuple]:
+        if not left:
+            return 0, ((),)
+        best, ways = None, []
+        for j in sorted(left):
+            if preds[j] & left:
+                continue
+            finish = start_after(clock, last, jobs[j], setup) + jobs[j][0]
+            cost, tails = rest(left - {j}, finish, jobs[j][3])
+            cost += jobs[j][1] * finish
+            if best is None or cost < best:
+                best, ways = cost, [(j,) + t for t in tails[:2]]
+            elif cost == best:
+                ways += [(j,) + t for t in tails[:2]]
+        return best, tuple(ways[:2])  # two optimal orders are enough to refute uniqueness
+
+    return rest(frozenset(names), 0, None)
+
+
+def obvious_schedule_cost(jobs, before, setup):
     """Dispatch by weight per hour among released jobs whose predecessors are done (ties: listed first), else
     wait for the earliest release; then swap neighbours while the best swap lowers the cost."""
     names, done, order, clock = list(jobs), set(), [], 0
@@ -353,14 +450,14 @@ def obvious_schedule_cost(jobs, before):
         if not released:
             released = [min(ready, key=lambda j: (jobs[j][2], names.index(j)))]
         j = max(released, key=lambda j: (jobs[j][1] / jobs[j][0], -names.index(j)))
-        clock = max(clock, jobs[j][2]) + jobs[j][0]
+        clock = start_after(clock, jobs[order[-1]][3] if order else None, jobs[j], setup) + jobs[j][0]
         done.add(j)
         order.append(j)
-    cost = schedule_cost(order, jobs, before)
+    cost = schedule_cost(order, jobs, before, setup)
     while True:
         options = [(c, o) for i in range(len(order) - 1)
-                   if (c := schedule_cost(o := order[:i] + [order[i + 1], order[i]] + order[i + 2:], jobs, before))
-                   is not None and c < cost]
+                   if (c := schedule_cost(o := order[:i] + [order[i + 1], order[i]] + order[i + 2:], jobs, before,
+                                          setup)) is not None and c < cost]
         if not options:
             return cost
         cost, order = min(options, key=lambda option: option[0])
@@ -368,14 +465,25 @@ def obvious_schedule_cost(jobs, before):
 
 def test_task_schedule_has_one_cheapest_order_and_the_obvious_approach_misses_it():
     for g in instances("logic-task-schedule"):
-        jobs, before = parse_jobs(g.prompt)
+        jobs, before, setup = parse_jobs(g.prompt)
         assert len(jobs) == int(re.search(r"lists the (\d+) job names", g.prompt)[1]) and before
-        costs = {order: c for order in permutations(jobs) if (c := schedule_cost(order, jobs, before)) is not None}
-        best = min(costs.values())
-        winners = [order for order, c in costs.items() if c == best]
+        assert len({kind for *_, kind in jobs.values()}) == 2  # both types occur, so changeovers matter
+        best, winners = cheapest_orders(jobs, before, setup)
         answer = entries(g)
-        assert winners == [tuple(answer[1:])] and int(answer[0]) == best
-        assert obvious_schedule_cost(jobs, before) > best  # the trap: the obvious answer is wrong
+        assert list(winners) == [tuple(answer[1:])] and int(answer[0]) == best
+        assert schedule_cost(answer[1:], jobs, before, setup) == best
+        assert obvious_schedule_cost(jobs, before, setup) > best  # the trap: the obvious answer is wrong
+
+
+def test_schedule_changeovers_change_the_optimum():
+    """Without the changeover the cheapest order or its cost differs in most instances: the changeover is part of
+    the problem, not decoration."""
+    changed = 0
+    for g in instances("logic-task-schedule"):
+        jobs, before, setup = parse_jobs(g.prompt)
+        best, winners = cheapest_orders(jobs, before, 0)
+        changed += (best, winners[0]) != (int(entries(g)[0]), tuple(entries(g)[1:]))
+    assert changed >= SEEDS * 3 // 4
 
 
 # ---- code breaking
@@ -389,22 +497,46 @@ def all_codes(positions: int, digits: int) -> list[np.ndarray]:
          np.tile(np.arange(digits, dtype=np.int8), digits * len(codes))]
 
 
+# The scoring rules as the prompt words them: a phrase that names the rule, and per position (guess digit g,
+# secret digit s) the two counts it adds.
+CODE_RULES = [
+    ("stand round a dial", lambda g, s: ((g == s), ((g - s) % 10 == 1) | ((s - g) % 10 == 1))),
+    ("high when the guess's digit there is greater", lambda g, s: ((g == s), (g > s))),
+    ("parity miss", lambda g, s: ((g == s), (g != s) & (g % 2 == s % 2))),
+    ("close when the guess's digit there differs from the secret's digit there by 1 or 2",
+     lambda g, s: ((g == s), (abs(g.astype(int) - s) == 1) | (abs(g.astype(int) - s) == 2))),
+    ("earns 2 points", lambda g, s: (2 * (g == s) + (abs(g.astype(int) - s) == 1), np.zeros_like(g))),
+    ("near miss", lambda g, s: ((g == s), (abs(g.astype(int) - s) == 1))),
+]
+
+
 def test_code_breaker_has_exactly_one_code_and_no_spare_guess():
+    rules_seen = set()
     for g in instances("logic-code-breaker"):
         positions = int(re.search(r"positions 1 to (\d+), left to right", g.prompt)[1])
         top = int(re.search(r"each from 0 to (\d+);", g.prompt)[1])
+        assert top == 9  # the rules below are written for the digits 0 to 9
+        phrase, rule = next((phrase, rule) for phrase, rule in CODE_RULES if phrase in g.prompt)
+        rules_seen.add(phrase)
         codes = all_codes(positions, top + 1)
         masks = []
-        for guess, hits, near in re.findall(r"^\d+\. ([\d ]+?)  ->  (\d+) hits?, (\d+) near$", g.prompt, re.M):
+        for guess, score in re.findall(r"^\d+\. ([\d ]+?)  ->  (.*)$", g.prompt, re.M):
             digits = [int(d) for d in guess.split()]
             assert len(digits) == positions
-            exact = sum((column == d).astype(np.int8) for column, d in zip(codes, digits))
-            off_by_one = sum(((column == d - 1) | (column == d + 1)).astype(np.int8) for column, d in zip(codes, digits))
-            masks.append((exact == int(hits)) & (off_by_one == int(near)))
+            if m := re.fullmatch(r"(\d+) points?", score):
+                wanted = (int(m[1]), 0)
+            else:
+                m = re.fullmatch(r"(\d+) hits?, (\d+) (near|high|parity|close)", score)
+                wanted = (int(m[1]), int(m[2]))
+            counts = [rule(np.full_like(column, d), column) for column, d in zip(codes, digits)]  # (guess, secret)
+            first = sum(np.asarray(c[0], dtype=np.int16) for c in counts)
+            second = sum(np.asarray(c[1], dtype=np.int16) for c in counts)
+            masks.append((first == wanted[0]) & (second == wanted[1]))
         assert len(masks) == len(numbered_lines(g.prompt)) >= 2
         secret = [int(d) for d in entries(g)]
         expected = int(np.flatnonzero(np.all([column == d for column, d in zip(codes, secret)], axis=0))[0])
         assert_unique_and_irreducible(masks, expected)
+    assert len(rules_seen) >= 3  # the rule really changes from instance to instance
 
 
 # ---- zebra
@@ -437,6 +569,8 @@ ZEBRA_RELATIONS = [  # house numbers x, y from 1; the number of houses n
     (r"The house numbers of (.+) and (.+) add up to (\d+)\.", 2, lambda x, y, n, s: x + y == int(s)),
     (r"(.+) and (.+) live in houses whose numbers are both odd or both even\.", 2,
      lambda x, y, n: (x - y) % 2 == 0),
+    (r"Of the house numbers of (.+) and (.+), one is odd and the other even\.", 2, lambda x, y, n: (x - y) % 2 == 1),
+    (r"The house number of (.+) is twice the house number of (.+)\.", 2, lambda x, y, n: x == 2 * y),
     (r"(.+) and (.+) are the same person\.", 2, lambda x, y, n: x == y),
     (r"(.+) and (.+) are different people\.", 2, lambda x, y, n: x != y),
     (r"(\w+) is not (.+)\.", 2, lambda x, y, n: x != y),  # the first is a name, one word
@@ -544,11 +678,11 @@ def test_zebra_has_exactly_one_grid_and_no_spare_clue(irreducible_checks):
         headings, values, n, clues = zebra_problem(g)
         grids = zebra_grids(headings, n, clues)
         assert len(grids) == 1
-        first, second = re.search(r"the (.+?) for house 1, house 2, \.\.\., house \d+, followed by the (.+?) for",
-                                  g.prompt).groups()
+        asked = re.findall(r"the ([\w ]+?) for house 1, house 2, \.\.\., house \d+", g.prompt)
+        assert len(asked) == 3 and len(entries(g)) == 3 * n
         grid = grids[0]
         by_house = lambda h: [values[h][grid[h].index(house)] for house in range(1, n + 1)]  # noqa: E731
-        assert by_house(ASKED[first]) + by_house(ASKED[second]) == entries(g)
+        assert [v for a in asked for v in by_house(ASKED[a])] == entries(g)
         if s < irreducible_checks:
             for i in range(len(clues)):
                 assert len(zebra_grids(headings, n, clues[:i] + clues[i + 1:])) == 2, f"clue {i + 1} is spare"

@@ -97,18 +97,35 @@ def _distance(x: np.ndarray, y: np.ndarray, n: int) -> np.ndarray:
 
 
 _TABLE_MIXES = {  # clue weights: the weak mix is mostly comparisons of distances and clockwise order
-    "weak": {"clockwise": 0, "steps": 1, "next": 1, "not-next": 3, "distance": 1, "far": 2, "closer": 4,
-             "before": 4, "one-of": 2, "halfway": 2, "equal": 3, "even": 1},
+    "weak": {"clockwise": 0, "steps": 1, "next": 1, "not-next": 2, "distance": 1, "far": 1, "closer": 3,
+             "before": 3, "one-of": 2, "halfway": 2, "equal": 2, "even": 1},
     "mixed": {"clockwise": 1, "steps": 2, "next": 2, "not-next": 3, "distance": 2, "far": 2, "closer": 3,
               "before": 3, "one-of": 2, "halfway": 2, "equal": 2, "even": 1},
 }
+# Clues about the colours the guests wear (used when the table has colours).
+_COLOUR_MIX = {"pass": 4, "pass-more": 3, "neighbours": 3, "clockwise-colour": 2, "same-pairs": 1}
+_COLOURS = ["red", "green", "blue"]
 
 
-def round_table(rng: ItemRng, *, guests: int = 10, clues: str = "weak") -> Generated:
-    """Guests around an unmarked round table, fixed up to rotation by clockwise, distance and parity clues."""
-    n, mix = guests, _TABLE_MIXES[clues]
+def round_table(rng: ItemRng, *, guests: int = 10, clues: str = "weak", colours: int = 3) -> Generated:
+    """Guests around an unmarked round table, each wearing a known colour, fixed up to rotation by clockwise,
+    distance, parity and colour-counting clues (how many guests of a colour one passes going clockwise from one
+    guest to another, the colours of a guest's neighbours, how many neighbouring pairs match)."""
+    n, mix = guests, dict(_TABLE_MIXES[clues])
+    if colours:
+        mix |= _COLOUR_MIX
     names = rng.sample(_GUESTS, n)  # names[0] is the guest the answer starts from
     perms = _lex_perms(n - 1)
+    shades = _COLOURS[:colours]
+    if colours:
+        while True:  # every colour worn by at least two guests
+            wear = [rng.randrange(colours) for _ in range(n)]
+            if all(wear.count(c) >= 2 for c in range(colours)):
+                break
+    else:
+        wear = [0] * n
+    wearing = [[g for g in range(n) if wear[g] == c] for c in range(max(colours, 1))]
+    same_pairs = [(g, h) for g in range(n) for h in range(g + 1, n) if wear[g] == wear[h]]
 
     def table(depth: list[int]) -> list[np.ndarray]:
         """Seat of every guest (one array per guest) in every seating with names[0] in seat 0; guest g is
@@ -118,11 +135,42 @@ def round_table(rng: ItemRng, *, guests: int = 10, clues: str = "weak") -> Gener
     S = table(list(range(n - 1)))
     truth = rng.randrange(len(perms))
 
+    def passed(s, a: int, b: int, c: int) -> np.ndarray:
+        """How many guests wearing colour c sit strictly between a and b going clockwise from a."""
+        span = _clockwise(s[a], s[b], n)
+        count = np.zeros(len(span), dtype=np.int8)
+        for g in wearing[c]:
+            if g not in (a, b):
+                step = _clockwise(s[a], s[g], n)
+                count += step < span  # the step is never 0 for another guest
+        return count
+
+    def beside(s, a: int, c: int) -> np.ndarray:
+        """How many of a's two neighbours wear colour c."""
+        count = np.zeros(len(s[a]), dtype=np.int8)
+        for g in wearing[c]:
+            if g != a:
+                count += _distance(s[a], s[g], n) == 1
+        return count
+
+    def matching(s) -> np.ndarray:
+        """How many of the n pairs of neighbours wear the same colour."""
+        count = np.zeros(len(s[0]), dtype=np.int8)
+        for g, h in same_pairs:
+            count += _distance(s[g], s[h], n) == 1
+        return count
+
     def draw() -> tuple[str, Callable[[list[np.ndarray] | _Pick], np.ndarray]]:
         while True:
             a, b, c, d = rng.sample(range(n), 4)
             A, B, C, D = names[a], names[b], names[c], names[d]
             k, far = rng.randint(2, n - 2), rng.randint(2, n // 2)
+            x, y = rng.sample(range(max(colours, 1)), 2) if colours > 1 else (0, 0)
+            X, Y = (shades[x], shades[y]) if colours else ("", "")
+            hold = _Pick(S, slice(truth, truth + 1))
+            count = int(passed(hold, a, b, x)[0]) if colours else 0
+            near = int(beside(hold, a, x)[0]) if colours else 0
+            pairs = int(matching(hold)[0]) if colours else 0
             options: list[tuple[str, str, Callable[[np.ndarray], np.ndarray]]] = [
                 ("clockwise", f"{A} sits immediately clockwise of {B}.",
                  lambda s: _clockwise(s[b], s[a], n) == 1),
@@ -147,8 +195,22 @@ def round_table(rng: ItemRng, *, guests: int = 10, clues: str = "weak") -> Gener
                 ("even", f"The distance between {A} and {B} is an even number.",
                  lambda s: _distance(s[a], s[b], n) % 2 == 0),
             ]
-            _, text, holds = rng.weighted_choice(options, [mix[o[0]] for o in options])
-            if holds(_Pick(S, slice(truth, truth + 1)))[0]:  # test the hidden seating first: it is cheap
+            if colours:
+                options += [
+                    ("pass", f"Going clockwise from {A} to {B}, you pass exactly {count} "
+                     f"{'guest' if count == 1 else 'guests'} in {X}.", lambda s: passed(s, a, b, x) == count),
+                    ("pass-more", f"Going clockwise from {A} to {B}, you pass more guests in {X} than guests in {Y}.",
+                     lambda s: passed(s, a, b, x) > passed(s, a, b, y)),
+                    ("neighbours", f"Exactly {near} of {A}'s two neighbours {'wears' if near == 1 else 'wear'} {X}.",
+                     lambda s: beside(s, a, x) == near),
+                    ("clockwise-colour", f"The guest immediately clockwise of {A} wears {X}.",
+                     lambda s: np.logical_or.reduce([_clockwise(s[a], s[g], n) == 1 for g in wearing[x] if g != a]
+                                                    + [np.zeros(len(s[a]), dtype=bool)])),
+                    ("same-pairs", f"Exactly {pairs} of the {n} pairs of neighbours around the table wear the same "
+                     "colour as each other.", lambda s: matching(s) == pairs),
+                ]
+            _, text, holds = rng.weighted_choice(options, [mix.get(o[0], 0) for o in options])
+            if holds(hold)[0]:  # test the hidden seating first: it is cheap
                 return text, holds
 
     drawn: dict[str, Callable[[np.ndarray], np.ndarray]] = {}
@@ -167,15 +229,24 @@ def round_table(rng: ItemRng, *, guests: int = 10, clues: str = "weak") -> Gener
     nodes, rejected = _dfs_rejections([drawn[text](S2) for text, _ in chosen], list(range(n - 1, 0, -1)))
     seating = [names[g] for g in np.argsort([column[truth] for column in S])]
     word = _NUMBER_WORDS[n]
+    roster = sorted(range(n), key=lambda g: names[g])
+    if colours:
+        who = ", ".join(f"{names[g]} (in {shades[wear[g]]})" for g in roster)
+        dress = (f" Each guest wears one colour, shown after the name; \"in {shades[0]}\" means wearing "
+                 f"{shades[0]}. Going clockwise from X to Y, you pass the guests seated strictly between X and Y on "
+                 "that clockwise walk (not X or Y themselves). Every guest has two neighbours, the guests next to "
+                 f"them; the {n} pairs of neighbours are the pairs of guests in adjacent seats.")
+    else:
+        who, dress = ", ".join(names[g] for g in roster), ""
     prompt = (
-        f"{word.capitalize()} guests — " + ", ".join(sorted(names)) + f" — sit around a round table with {n} "
+        f"{word.capitalize()} guests — " + who + f" — sit around a round table with {n} "
         "equally spaced seats, one guest per seat. The seats are unmarked, so seatings that differ only by a "
         "rotation of everyone count as the same; a mirror image is a different seating. \"X sits k seats "
         "clockwise of Y\" means that stepping k seats clockwise from Y's seat reaches X's seat; \"immediately "
         "clockwise\" means 1 seat clockwise. The distance between two guests is the number of seats stepped "
         "going from one to the other the shorter way round: guests next to each other are at distance 1"
         + (f", guests directly opposite each other at distance {n // 2}" if n % 2 == 0 else "")
-        + ". \"Closer\" compares these distances.\n\nClues:\n"
+        + ". \"Closer\" compares these distances." + dress + "\n\nClues:\n"
         + "\n".join(f"{i}. {text}" for i, (text, _) in enumerate(chosen, 1))
         + f"\n\nExactly one seating satisfies every clue. Starting with {names[0]} and going clockwise, who sits "
         f"where?\n\nEnd your response with a final line `ANSWER: <names>`, where <names> lists all {n} guests, "
@@ -183,6 +254,7 @@ def round_table(rng: ItemRng, *, guests: int = 10, clues: str = "weak") -> Gener
     generated = _list_answer(prompt, seating)
     return generated.model_copy(update={"difficulty": {
         "rejected": rejected, "nodes": nodes, "clues": len(chosen),
+        "colour_clues": sum(any(f" {c}" in text for c in shades) or "same colour" in text for text, _ in chosen),
         "search_space_log10": round(math.log10(math.factorial(n - 1)), 1)}})
 
 
@@ -302,9 +374,28 @@ def _consistent(kinds: list[np.ndarray], said: list[np.ndarray]) -> np.ndarray:
     return fit | kinds[2]
 
 
-def knights_knaves(rng: ItemRng, *, islanders: int = 11, max_statements: int = 3) -> Generated:
+def _meta_statement(rng: ItemRng, bases: list[tuple[int, Truth]]) -> tuple[str, Truth, tuple[int, ...]]:
+    """A statement about the truth of one or two earlier statements about kinds (never about a statement about
+    statements, so nothing refers to itself); its text names them as «id», numbered when the prompt is laid out."""
+    if len(bases) >= 2 and rng.random() < 0.6:
+        (a, fa), (b, fb) = rng.sample(bases, 2)
+        options: list[tuple[int, str, Truth]] = [
+            (2, f"Statements «{a}» and «{b}» are both true or both false.", lambda K, C: fa(K, C) == fb(K, C)),
+            (2, f"Exactly one of statements «{a}» and «{b}» is true.", lambda K, C: fa(K, C) != fb(K, C)),
+            (1, f"At least one of statements «{a}» and «{b}» is false.", lambda K, C: ~(fa(K, C) & fb(K, C))),
+        ]
+        _, text, truth = rng.weighted_choice(options, [o[0] for o in options])
+        return text, truth, (a, b)
+    a, fa = rng.choice(bases)
+    if rng.random() < 0.5:
+        return f"Statement «{a}» is true.", lambda K, C: fa(K, C), (a,)
+    return f"Statement «{a}» is false.", lambda K, C: ~fa(K, C), (a,)
+
+
+def knights_knaves(rng: ItemRng, *, islanders: int = 11, max_statements: int = 3, meta: int = 30) -> Generated:
     """Knights, knaves and switchers (whose statements alternate between true and false), each making up to
-    `max_statements` statements in order; exactly one assignment of kinds fits, and no statement is spare."""
+    `max_statements` statements in order, some of them (about `meta` % of the draws) about the truth of other
+    numbered statements; exactly one assignment of kinds fits, and no statement is spare."""
     n = islanders
     names = rng.sample(_ISLANDERS, n)
     K, C = _ternary(n), _kind_counts(n)
@@ -314,36 +405,48 @@ def knights_knaves(rng: ItemRng, *, islanders: int = 11, max_statements: int = 3
             continue
         row = sum(kind * 3 ** (n - 1 - i) for i, kind in enumerate(truth))  # the hidden assignment's row in K
         first_true = [rng.random() < 0.5 for _ in range(n)]  # whether a switcher's first statement is true
-        said: list[list[Statement]] = [[] for _ in range(n)]
-        alive, Ka, Ca, tries = np.arange(len(K)), K, C, 0  # the consistent rows so far, and their table
+        # said[s]: speaker s's statements in order, each (id, text, truth function, ids of the statements it is
+        # about); bases: the statements about kinds, which statements about statements may refer to.
+        said: list[list[tuple[int, str, Truth, tuple[int, ...]]]] = [[] for _ in range(n)]
+        bases: list[tuple[int, Truth]] = []
+        alive, Ka, Ca, tries, next_id = np.arange(len(K)), K, C, 0, 0  # the consistent rows so far, their table
         while len(alive) > 1 and tries < 40 * n:
             open_speakers = [i for i in range(n) if len(said[i]) < max_statements]
             if not open_speakers:
                 break
             s, tries = rng.choice(open_speakers), tries + 1
-            text, truth_of = _island_statement(rng, s, n, names)
+            if bases and rng.random() < meta / 100:
+                text, truth_of, refs = _meta_statement(rng, bases)
+            else:
+                (text, truth_of), refs = _island_statement(rng, s, n, names), ()
             # A knight's statements are true, a knave's false; a switcher's alternate from a drawn start.
             wanted = truth[s] == 0 or (truth[s] == 2 and first_true[s] == (len(said[s]) % 2 == 0))
-            if bool(truth_of(K[row:row + 1], C[:, row:row + 1])[0]) != wanted or any(t == text for t, _ in said[s]):
+            if bool(truth_of(K[row:row + 1], C[:, row:row + 1])[0]) != wanted or any(t == text for _, t, _, _ in said[s]):
                 continue
             fit = _consistent([Ka[:, s] == k for k in range(3)],
-                              [t(Ka, Ca) for _, t in said[s]] + [truth_of(Ka, Ca)])
+                              [t(Ka, Ca) for _, _, t, _ in said[s]] + [truth_of(Ka, Ca)])
             if not fit.all():  # a statement that cuts nothing would be spare at once
                 alive, Ka, Ca, tries = alive[fit], Ka[fit], Ca[:, fit], 0
-                said[s].append((text, truth_of))
+                said[s].append((next_id, text, truth_of, refs))
+                if not refs:
+                    bases.append((next_id, truth_of))
+                next_id += 1
         if len(alive) == 1:
             break
     kinds = _kinds_of(n)
-    truths = [[t(K, C) for _, t in said[s]] for s in range(n)]
+    truths = [[t(K, C) for _, _, t, _ in said[s]] for s in range(n)]
     fit = [_consistent(kinds[s], truths[s]) for s in range(n)]  # fit[s]: the rows where s's statements fit
-    # Drop statements while the hidden assignment stays the only consistent one. Dropping a statement from the
-    # middle changes a switcher's alternation rather than relaxing it, so sweep until no statement can go.
+    # Drop statements while the hidden assignment stays the only consistent one; a statement another one is about
+    # stays while that one does. Dropping a statement from the middle changes a switcher's alternation rather
+    # than relaxing it, so sweep until no statement can go.
     while True:
         dropped = False
-        slots = [(s, text) for s in range(n) for text, _ in said[s]]
+        slots = [(s, sid) for s in range(n) for sid, _, _, _ in said[s]]
         rng.shuffle(slots)
-        for s, text in slots:
-            i = next(j for j, (t, _) in enumerate(said[s]) if t == text)
+        for s, sid in slots:
+            if any(sid in refs for t in said for _, _, _, refs in t):
+                continue
+            i = next(j for j, entry in enumerate(said[s]) if entry[0] == sid)
             rest = truths[s][:i] + truths[s][i + 1:]
             trial = _consistent(kinds[s], rest)
             if not trial[row]:
@@ -356,37 +459,46 @@ def knights_knaves(rng: ItemRng, *, islanders: int = 11, max_statements: int = 3
             break
     # The measure: a search that gives islanders kinds one at a time, most-mentioned first, and rejects a
     # partial assignment as soon as some speaker's statements can no longer all fit that speaker's kind.
-    mentions = [sum(names[i] in text for t in said for text, _ in t) + 2 * len(said[i]) for i in range(n)]
+    mentions = [sum(names[i] in text for t in said for _, text, _, _ in t) + 2 * len(said[i]) for i in range(n)]
     order = sorted(range(n), key=lambda i: (-mentions[i], i))
     depth = [order.index(i) for i in range(n)]
     K2 = K[:, depth]  # rows in the search's lexicographic order; column i is islander i
     kinds2 = [kinds[d] for d in depth]  # islander i of K2 is column depth[i] of K
-    masks = [_consistent(kinds2[s], [truth_of(K2, C) for _, truth_of in said[s]]) for s in range(n) if said[s]]
+    masks = [_consistent(kinds2[s], [truth_of(K2, C) for _, _, truth_of, _ in said[s]]) for s in range(n) if said[s]]
     nodes, rejected = _dfs_rejections(masks, [3] * n)
+    number = {sid: k for k, sid in enumerate((sid for t in said for sid, _, _, _ in t), 1)}
     lines = []
     for s in range(n):
         if said[s]:
-            lines.append(f"{names[s]}: " + " ".join(f'({j}) "{text}"' for j, (text, _) in enumerate(said[s], 1)))
+            parts = []
+            for sid, text, _, refs in said[s]:
+                for ref in refs:
+                    text = text.replace(f"«{ref}»", str(number[ref]))
+                parts.append(f'[{number[sid]}] "{text}"')
+            lines.append(f"{names[s]}: " + " ".join(parts))
         else:
             lines.append(f"{names[s]} says nothing.")
     word = _NUMBER_WORDS[n]
     answer = [_KINDS[k] for k in truth]
+    metas = sum(bool(refs) for t in said for _, _, _, refs in t)
     prompt = (
         "On an island every inhabitant is exactly one of three kinds: a knight, whose statements are all true; a "
         "knave, whose statements are all false; or a switcher, whose statements alternate between true and false "
         "in the order they are made (a switcher's first statement may be true or false, the second then has the "
         "opposite truth value, the third the same as the first; a switcher who makes a single statement may say "
         f"anything). You meet {word} inhabitants — " + ", ".join(names) + " — who all know each other's kinds. "
-        "Every statement is about kinds. \"If P, then Q\" is false only when P is true and Q is false. \"Us "
-        f"{word}\" means all {word} of them, the speaker included. \"I\" is the speaker. Each inhabitant's "
-        "statements are listed in the order they were made:\n\n"
+        f"Their statements are numbered [1] to [{len(number)}] across all of them; each inhabitant's statements "
+        "are listed in the order that inhabitant made them. A statement is either about kinds or about whether "
+        "other numbered statements are true (\"statement 4 is true\" is true exactly when statement 4 is true); "
+        "no statement is about itself. \"If P, then Q\" is false only when P is true and Q is false. \"Us "
+        f"{word}\" means all {word} of them, the speaker included. \"I\" is the speaker.\n\n"
         + "\n".join(lines)
         + "\n\nExactly one assignment of kinds is consistent with all the statements. What is each inhabitant's "
         f"kind?\n\nEnd your response with a final line `ANSWER: <kinds>`, where <kinds> is {n} comma-separated "
         "words, each knight, knave or switcher, giving the kinds of " + ", ".join(names) + " in that order.")
     generated = _list_answer(prompt, answer)
     return generated.model_copy(update={"difficulty": {
-        "rejected": rejected, "nodes": nodes, "statements": sum(map(len, said)),
+        "rejected": rejected, "nodes": nodes, "statements": sum(map(len, said)), "about_statements": metas,
         "search_space_log10": round(n * math.log10(3), 1)}})
 
 
@@ -394,29 +506,27 @@ def knights_knaves(rng: ItemRng, *, islanders: int = 11, max_statements: int = 3
 
 _TASKS = ["Audit", "Backup", "Cabling", "Deploy", "Encrypt", "Firmware", "Gateway", "Hotfix", "Inventory", "Journal",
           "Kiosk", "Ledger"]
+_JOB_TYPES = ["press", "lathe"]
 
 
-@cache
-def _positions(n: int) -> np.ndarray:
-    """For every order in _lex_perms(n): the position of each job (the inverse permutation), one row per order."""
-    return np.ascontiguousarray(np.argsort(_lex_perms(n), axis=1).astype(np.int8))
-
-
-def _order_cost(order: list[int], p: list[int], w: list[int], r: list[int],
+def _order_cost(order: list[int], p: list[int], w: list[int], r: list[int], kind: list[int], setup: int,
                 before: list[tuple[int, int]]) -> int | None:
-    """Total weighted finishing time of an order (each job as early as possible), None if it breaks a
-    precedence."""
+    """Total weighted finishing time of an order (each job as early as possible, a changeover of `setup` hours
+    after a job whose type differs from the next one's), None if it breaks a precedence."""
     position = {j: i for i, j in enumerate(order)}
     if any(position[a] > position[b] for a, b in before):
         return None
     t = cost = 0
+    last = None
     for j in order:
-        t = max(t, r[j]) + p[j]
+        t = max(t + (setup if last is not None and kind[j] != last else 0), r[j]) + p[j]
         cost += w[j] * t
+        last = kind[j]
     return cost
 
 
-def _heuristic_cost(p: list[int], w: list[int], r: list[int], before: list[tuple[int, int]]) -> int:
+def _heuristic_cost(p: list[int], w: list[int], r: list[int], kind: list[int], setup: int,
+                    before: list[tuple[int, int]]) -> int:
     """The obvious approach: dispatch (whenever the machine is free, start the released job whose predecessors
     are done with the highest weight per hour, ties to the lower index; if none is released, wait for the first
     release), then swap neighbouring jobs while a swap lowers the cost."""
@@ -425,16 +535,16 @@ def _heuristic_cost(p: list[int], w: list[int], r: list[int], before: list[tuple
         ready = [j for j in range(n) if j not in done and all(a in done for a, b in before if b == j)]
         released = [j for j in ready if r[j] <= t] or [min(ready, key=lambda j: (r[j], j))]
         j = max(released, key=lambda j: (w[j] / p[j], -j))
-        t = max(t, r[j]) + p[j]
+        t = max(t + (setup if order and kind[order[-1]] != kind[j] else 0), r[j]) + p[j]
         done.add(j)
         order.append(j)
-    cost = _order_cost(order, p, w, r, before)
+    cost = _order_cost(order, p, w, r, kind, setup, before)
     assert cost is not None
     while True:
         best = None
         for i in range(n - 1):
             swapped = order[:i] + [order[i + 1], order[i]] + order[i + 2:]
-            c = _order_cost(swapped, p, w, r, before)
+            c = _order_cost(swapped, p, w, r, kind, setup, before)
             if c is not None and c < cost and (best is None or c < best[0]):
                 best = (c, swapped)
         if best is None:
@@ -442,15 +552,75 @@ def _heuristic_cost(p: list[int], w: list[int], r: list[int], before: list[tuple
         cost, order = best
 
 
-def task_schedule(rng: ItemRng, *, jobs: int = 8, precedences: int = 4, releases: int = 4) -> Generated:
-    """Jobs on one machine with release times and precedences: the minimum total weighted finishing time and
-    the unique order that reaches it, drawn so that the obvious approach (dispatch by weight per hour, then
-    swap neighbours while that helps) misses it."""
+def _schedule_optimum(p: list[int], w: list[int], r: list[int], kind: list[int], setup: int,
+                      before: list[tuple[int, int]]) -> tuple[int, int, list[int], int]:
+    """The minimum total cost, how many orders reach it, one such order, and the branch-and-bound measure.
+
+    Dynamic programming over states (jobs done, finishing time, type of the last job): the future of a partial
+    order depends only on its state, so keeping the cheapest cost per state (and counting the partial orders that
+    reach it) finds the optimum and counts the optimal orders exactly. The measure counts the states a
+    branch-and-bound must still expand when it already knows the optimum: those whose cost plus a lower bound
+    (the jobs left in ratio order, duration per weight, without idle time or changeovers from the later of the
+    current time and their earliest release) is below the optimum.
+    """
+    n = len(p)
+    need = [0] * n
+    for a, b in before:
+        need[b] |= 1 << a
+    ratio = sorted(range(n), key=lambda j: (p[j] / w[j], j))
+    layer: dict[tuple[int, int, int], list] = {(0, 0, -1): [0, 1, None]}  # state -> [cost, count, (prev, job)]
+    nodes = 0
+    best_at: dict = {}
+    for size in range(n):
+        nxt: dict[tuple[int, int, int], list] = {}
+        for state, (cost, count, _) in layer.items():
+            mask, t, last = state
+            for j in range(n):
+                if mask >> j & 1 or need[j] & ~mask:
+                    continue
+                finish = max(t + (setup if last >= 0 and kind[j] != last else 0), r[j]) + p[j]
+                key = (mask | 1 << j, finish, kind[j])
+                c = cost + w[j] * finish
+                entry = nxt.get(key)
+                if entry is None or c < entry[0]:
+                    nxt[key] = [c, count, (state, j)]
+                elif c == entry[0]:
+                    entry[1] += count
+        best_at[size + 1] = nxt
+        layer = nxt
+    optimum = min(e[0] for e in layer.values())
+    ways = sum(e[1] for e in layer.values() if e[0] == optimum)
+    state = next(k for k, e in layer.items() if e[0] == optimum)
+    order = []
+    for size in range(n, 0, -1):
+        prev, j = best_at[size][state][2]
+        order.append(j)
+        state = prev
+    order.reverse()
+    for size in range(1, n):
+        for (mask, t, last), (cost, _, _) in best_at[size].items():
+            left = [j for j in ratio if not mask >> j & 1]
+            clock = max(t, min(r[j] for j in left))
+            bound = cost
+            for j in left:
+                clock += p[j]
+                bound += w[j] * clock
+            nodes += bound < optimum
+    return optimum, ways, order, nodes
+
+
+def task_schedule(rng: ItemRng, *, jobs: int = 11, precedences: int = 6, releases: int = 5,
+                  setup: int = 2) -> Generated:
+    """Jobs of two types on one machine with release times, precedences and a changeover between types: the
+    minimum total weighted finishing time and the unique order that reaches it, drawn so that the obvious approach
+    (dispatch by weight per hour, then swap neighbours while that helps) misses it."""
     n = jobs
-    orders, where = _lex_perms(n), _positions(n)
     while True:
         p = [rng.randint(1, 7) for _ in range(n)]
         w = [rng.randint(1, 5) for _ in range(n)]
+        kind = [rng.randrange(2) for _ in range(n)]
+        if not 3 <= sum(kind) <= n - 3:
+            continue
         r = [0] * n
         for j in rng.sample(range(n), releases):
             r[j] = rng.randint(2, 2 * n)
@@ -459,44 +629,36 @@ def task_schedule(rng: ItemRng, *, jobs: int = 8, precedences: int = 4, releases
             a, b = rng.sample(range(n), 2)
             if (a, b) not in pairs and (b, a) not in pairs:
                 pairs.append((a, b))
-        # Every order's schedule: each job starts when the previous one is done and it is released.
-        P, W, R = (np.array(v, dtype=np.int32) for v in (p, w, r))
-        t = np.zeros(len(orders), dtype=np.int32)
-        cost = np.zeros(len(orders), dtype=np.int32)
-        times, costs = [], []
-        for position in range(n):
-            job = orders[:, position]
-            t = np.maximum(t, R[job]) + P[job]
-            cost = cost + W[job] * t
-            times.append(t)
-            costs.append(cost)
-        feasible = np.ones(len(orders), dtype=bool)
-        for a, b in pairs:
-            feasible &= where[:, a] < where[:, b]
-        if not feasible.any():
+        need = {j: {a for a, b in pairs if b == j} for j in range(n)}
+        done: set[int] = set()  # a cycle of precedences leaves no feasible order
+        while len(done) < n and (free := [j for j in range(n) if j not in done and need[j] <= done]):
+            done |= set(free)
+        if len(done) < n:
             continue
-        best = int(cost[feasible].min())
-        winners = np.flatnonzero(feasible & (cost == best))
-        if len(winners) != 1:
+        best, ways, optimum, nodes = _schedule_optimum(p, w, r, kind, setup, pairs)
+        if ways != 1:
             continue
-        greedy = _heuristic_cost(p, w, r, pairs)
+        greedy = _heuristic_cost(p, w, r, kind, setup, pairs)
         if greedy > best:
             break
-    optimum = [int(j) for j in orders[winners[0]]]
-    nodes = _bound_nodes(n, p, w, r, pairs, orders, where, times, costs, best)
     names = rng.sample(_TASKS, n)
     listing = "\n".join(
-        f"- {names[j]}: {p[j]} {'hour' if p[j] == 1 else 'hours'}, weight {w[j]}"
+        f"- {names[j]}: {_JOB_TYPES[kind[j]]} job, {p[j]} {'hour' if p[j] == 1 else 'hours'}, weight {w[j]}"
         + (f", released at hour {r[j]}" if r[j] else ", available from hour 0") for j in range(n))
     rules = "\n".join(f"- {names[a]} must be finished before {names[b]} starts." for a, b in pairs)
     word = _NUMBER_WORDS[n]
+    hours = f"{setup} {'hour' if setup == 1 else 'hours'}"
     prompt = (
         f"A workshop has one machine and {word} jobs to run on it, one at a time, each from start to finish without "
         "interruption. Time is counted in whole hours from hour 0, when the machine becomes free. Each job has a "
-        "duration, a weight, and a release time before which it cannot start. Once an order of the jobs is "
-        "chosen, each job starts as soon as both the previous job has finished and its own release time has come "
-        "(the machine stands idle while it waits for a release). A job of weight w that finishes at hour C costs "
-        "w × C, and the total cost of an order is the sum of these costs over all jobs.\n\nJobs:\n"
+        f"type ({_JOB_TYPES[0]} or {_JOB_TYPES[1]}), a duration, a weight, and a release time before which it cannot "
+        f"start. When the machine goes from a job of one type to a job of the other type, a changeover of {hours} "
+        "must follow the end of the first job before the second may start (no changeover before the first job or "
+        "between two jobs of the same type; the changeover may overlap a wait for a release). Once an order of the "
+        "jobs is chosen, each job starts as soon as the previous job has finished (plus the changeover, if the "
+        "type changes) and its own release time has come (the machine stands idle while it waits for a release). "
+        "A job of weight w that finishes at hour C costs w × C, and the total cost of an order is the sum of these "
+        "costs over all jobs.\n\nJobs:\n"
         + listing + "\n\nOrder constraints:\n" + rules
         + "\n\nExactly one order that respects the order constraints has the smallest possible total cost. "
         "What is that minimum total cost, and what is the order?\n\n"
@@ -505,36 +667,8 @@ def task_schedule(rng: ItemRng, *, jobs: int = 8, precedences: int = 4, releases
         f"{n + 1} comma-separated entries).")
     generated = _list_answer(prompt, [str(best)] + [names[j] for j in optimum])
     return generated.model_copy(update={"difficulty": {
-        "nodes": nodes, "heuristic_excess": greedy - best, "feasible_orders": int(feasible.sum()),
+        "nodes": nodes, "heuristic_excess": greedy - best,
         "search_space_log10": round(math.log10(math.factorial(n)), 1)}})
-
-
-def _bound_nodes(n: int, p: list[int], w: list[int], r: list[int], pairs: list[tuple[int, int]],
-                 orders: np.ndarray, where: np.ndarray, times: list[np.ndarray], costs: list[np.ndarray],
-                 best: int) -> int:
-    """Nodes a branch-and-bound must expand even when it already knows the optimum: partial orders (a first
-    job, first two jobs, ...) that respect the precedences and whose lower bound is below the optimum.
-
-    The bound adds to the partial order's cost the cost of the remaining jobs run in ratio order (duration per
-    weight, ascending) with no idle time from the later of the current time and their earliest release, which
-    relaxes releases and precedences and so never overestimates.
-    """
-    ratio = sorted(range(n), key=lambda j: (p[j] / w[j], j))
-    P, W, R = (np.array([v[j] for j in ratio], dtype=np.int32) for v in (p, w, r))
-    nodes = 0
-    for d in range(1, n):
-        block = math.factorial(n - d)
-        rows = slice(0, len(orders), block)  # one order per distinct first-d-jobs prefix
-        placed = where[rows][:, ratio] < d  # [prefix, job in ratio order]
-        feasible = np.ones(len(placed), dtype=bool)
-        for a, b in pairs:
-            feasible &= ~(placed[:, ratio.index(b)] & ~placed[:, ratio.index(a)])
-        left = ~placed
-        start = np.maximum(times[d - 1][rows], np.where(left, R, 1 << 20).min(1))
-        finish = start[:, None] + np.cumsum(left * P, axis=1)
-        bound = costs[d - 1][rows] + (left * W * finish).sum(1)
-        nodes += int((feasible & (bound < best)).sum())
-    return nodes
 
 
 # ---------------------------------------------------------------- code breaking
@@ -547,44 +681,90 @@ def _digit_codes(positions: int, digits: int) -> list[np.ndarray]:
     return [np.ascontiguousarray(row) for row in grid]
 
 
-def _score(columns: list[np.ndarray], guess: list[int]) -> tuple[np.ndarray, np.ndarray]:
-    """Hits (right digit, right position) and near misses (digit off by exactly one) of a guess against codes."""
-    size = len(columns[0])
-    hits, near = np.zeros(size, dtype=np.int8), np.zeros(size, dtype=np.int8)
-    for i, g in enumerate(guess):
-        column = columns[i]
-        hits += column == g
-        near += (column == g - 1) | (column == g + 1)
-    return hits, near
+# How a guess is scored: per position a pair of counts from the guess's digit g and the secret's digit s there.
+# Each rule: the second count's name (singular, plural; None for a rule with one count), the prompt's words for
+# it, and the two per-position contributions as functions of (g, s, digits).
+_CODE_RULES: dict[str, tuple] = {
+    "near": (("near", "near"), "a position is a hit when the guess has exactly the secret's digit there, and a near "
+             "miss (\"near\") when the guess's digit there is one more or one less than the secret's digit there "
+             "({top} and 0 are not one apart). Every other position scores nothing. The score gives only the number "
+             "of hits and the number of near misses",
+             lambda g, s, d: g == s, lambda g, s, d: abs(g - s) == 1),
+    "ring": (("near", "near"), "the digits 0 to {top} stand round a dial, so {top} and 0 are neighbours. A position is "
+             "a hit when the guess has exactly the secret's digit there, and a near miss (\"near\") when the "
+             "guess's digit there is a neighbour of the secret's digit on the dial (one more or one less, where "
+             "{top} and 0 are also one apart). Every other position scores nothing. The score gives only the number "
+             "of hits and the number of near misses",
+             lambda g, s, d: g == s, lambda g, s, d: ((g - s) % d == 1) | ((g - s) % d == d - 1)),
+    "high": (("high", "high"), "a position is a hit when the guess has exactly the secret's digit there, and high when "
+             "the guess's digit there is greater than the secret's digit there (any amount greater). Every other "
+             "position (a guess's digit below the secret's) scores nothing. The score gives only the number of hits "
+             "and the number of high positions",
+             lambda g, s, d: g == s, lambda g, s, d: g > s),
+    "parity": (("parity", "parity"), "a position is a hit when the guess has exactly the secret's digit there, and "
+               "a parity miss (\"parity\") when the guess's digit there differs from the secret's digit there but "
+               "both are even or both are odd. Every other position scores nothing. The score gives only the number "
+               "of hits and the number of parity misses",
+               lambda g, s, d: g == s, lambda g, s, d: (g != s) & ((g - s) % 2 == 0)),
+    "close": (("close", "close"), "a position is a hit when the guess has exactly the secret's digit there, and "
+              "close when the guess's digit there differs from the secret's digit there by 1 or 2 (not round a "
+              "dial: {top} and 0 differ by {top}). Every other position scores nothing. The score gives only the "
+              "number of hits and the number of close positions",
+              lambda g, s, d: g == s, lambda g, s, d: (abs(g - s) >= 1) & (abs(g - s) <= 2)),
+    "points": (None, "a position earns 2 points when the guess has exactly the secret's digit there, 1 point when the "
+               "guess's digit there is one more or one less than the secret's digit there ({top} and 0 are not one "
+               "apart), and 0 points otherwise. The score gives only the total number of points over all positions",
+               lambda g, s, d: 2 * (g == s) + (abs(g - s) == 1), lambda g, s, d: g != g),
+}
+_CODE_RULE_SETS = {"classic": ["near"], "varied": ["ring", "high", "parity", "close", "points"]}
 
 
-def code_breaker(rng: ItemRng, *, positions: int = 5, digits: int = 10) -> Generated:
-    """A secret code of digits deduced from guesses scored by hits and near misses (off by one in place)."""
+@cache
+def _code_tables(rule: str, digits: int) -> tuple[np.ndarray, np.ndarray]:
+    """The rule's two per-position contributions, [guess digit, secret digit]."""
+    g, s = np.indices((digits, digits))
+    _, _, first, second = _CODE_RULES[rule]
+    return np.asarray(first(g, s, digits), dtype=np.int8), np.asarray(second(g, s, digits), dtype=np.int8)
+
+
+def code_breaker(rng: ItemRng, *, positions: int = 6, digits: int = 10, rules: str = "varied") -> Generated:
+    """A secret code of digits deduced from guesses scored by a rule drawn per instance (hits plus near misses on
+    a dial, positions guessed too high, parity misses, close positions, or a single points total)."""
     columns = _digit_codes(positions, digits)
     total = digits ** positions
+    rule = rng.choice(_CODE_RULE_SETS[rules])
+    count_name, wording, _, _ = _CODE_RULES[rule]
+    first_table, second_table = _code_tables(rule, digits)
     secret = [rng.randrange(digits) for _ in range(positions)]
-    scored: dict[str, tuple[list[int], int, int]] = {}
+
+    def describe(one: int, two: int) -> str:
+        if count_name is None:
+            return f"{one} {'point' if one == 1 else 'points'}"
+        return f"{one} {'hit' if one == 1 else 'hits'}, {two} {count_name[0] if two == 1 else count_name[1]}"
 
     def draw() -> LazyClue:
         while True:
             guess = [rng.randrange(digits) for _ in range(positions)]
             if guess != secret:  # a guess of the secret itself would give the answer away
                 break
-        hits = sum(g == s for g, s in zip(guess, secret))
-        near = sum(abs(g - s) == 1 for g, s in zip(guess, secret))
-        text = f"{' '.join(map(str, guess))}  ->  {hits} {'hit' if hits == 1 else 'hits'}, {near} near"
-        scored[text] = (guess, hits, near)
+        one = int(sum(first_table[g, s] for g, s in zip(guess, secret)))
+        two = int(sum(second_table[g, s] for g, s in zip(guess, secret)))
+        text = f"{' '.join(map(str, guess))}  ->  {describe(one, two)}"
 
         def allows(rows: np.ndarray | None) -> np.ndarray:
             if rows is None:  # every code: per-position scores broadcast over the lexicographic grid of codes
                 h, m = np.int8(0), np.int8(0)
                 for g in guess:
-                    values = np.arange(digits)
-                    h = np.add.outer(h, (values == g).astype(np.int8))
-                    m = np.add.outer(m, (abs(values - g) == 1).astype(np.int8))
-                return ((h == hits) & (m == near)).reshape(-1)
-            h, m = _score([column[rows] for column in columns], guess)
-            return (h == hits) & (m == near)
+                    h = np.add.outer(h, first_table[g])
+                    m = np.add.outer(m, second_table[g])
+                return ((h == one) & (m == two)).reshape(-1)
+            h = np.zeros(len(rows), dtype=np.int8)
+            m = np.zeros(len(rows), dtype=np.int8)
+            for column, g in zip(columns, guess):
+                values = column[rows]
+                h += first_table[g][values]
+                m += second_table[g][values]
+            return (h == one) & (m == two)
         return text, allows
 
     clues = minimal_clues(rng, draw, total)
@@ -593,11 +773,9 @@ def code_breaker(rng: ItemRng, *, positions: int = 5, digits: int = 10) -> Gener
     top = digits - 1
     prompt = (
         f"A secret code is a row of {word} digits, each from 0 to {top}; digits may repeat and the code may start "
-        "with 0. Each guess below was scored against the secret, position by position: a position is a hit when "
-        "the guess has exactly the secret's digit there, and a near miss when the guess's digit there is one "
-        f"more or one less than the secret's digit there ({top} and 0 are not one apart). Every other position "
-        "scores nothing. The score gives only the number of hits and the number of near misses, never which "
-        f"positions they are.\n\nScored guesses (positions 1 to {positions}, left to right):\n"
+        "with 0. Each guess below was scored against the secret, position by position, by this rule: "
+        + wording.format(top=top) + ", never which positions earned what."
+        f"\n\nScored guesses (positions 1 to {positions}, left to right):\n"
         + "\n".join(f"{i}. {text}" for i, (text, _) in enumerate(clues, 1))
         + "\n\nExactly one code is consistent with every score. What is the secret code?\n\n"
         f"End your response with a final line `ANSWER: <digits>`, where <digits> are the code's {positions} "
@@ -640,13 +818,15 @@ _ZEBRA_RELATIONS: dict[str, Callable[[int, int, int], bool]] = {
     "mirror": lambda x, y, n: x + y == n - 1,
     "parity": lambda x, y, n: (x - y) % 2 == 0,
     "far": lambda x, y, n: abs(x - y) >= 3,
+    "double": lambda x, y, n: x + 1 == 2 * (y + 1),
+    "opposite": lambda x, y, n: (x - y) % 2 == 1,
 }
 # Clue weights: the weak, long-range relations dominate; "same", a fixed house and "directly left" are rare.
 _ZEBRA_MIXES = {
     "weak": {"same": 1, "different": 3, "left": 1, "next": 3, "before": 4, "gap": 1, "apart": 4, "mirror": 2,
-             "parity": 3, "far": 2, "house": 0, "end": 1, "even": 1, "not-house": 2},
+             "parity": 3, "far": 2, "double": 0, "opposite": 2, "house": 0, "end": 1, "even": 1, "not-house": 2},
     "mixed": {"same": 2, "different": 2, "left": 2, "next": 3, "before": 4, "gap": 2, "apart": 3, "mirror": 2,
-              "parity": 2, "far": 2, "house": 1, "end": 1, "even": 1, "not-house": 1},
+              "parity": 2, "far": 2, "double": 1, "opposite": 1, "house": 1, "end": 1, "even": 1, "not-house": 1},
 }
 _ZEBRA_UNARY = ("house", "end", "even", "not-house")
 _NODE_CAP = 3000  # a search past this many nodes abandons the draw (under 1 % of draws; it bounds the time)
@@ -694,11 +874,18 @@ class ZebraSolver:
         self.root, self.conflicts, self.nodes = root, 0, 0
 
     def _propagate(self, dom: list[int], queue: list[int]) -> bool:
+        """Narrow the domains to the fixpoint of the propagators (False on a wipe-out). The fixpoint does not
+        depend on the order of the queue, so a variable already waiting in it is not queued twice."""
         n, adjacent, full = self.n, self.adjacent, self.full
+        waiting = bytearray(len(dom))
+        for y in queue:
+            waiting[y] = 1
+        queue = [y for y in range(len(dom)) if waiting[y]]
         while queue:
-            dirty = set()
+            dirty = 0  # bit c: category c changed
             while queue:
                 y = queue.pop()
+                waiting[y] = 0
                 dy = dom[y]
                 for x, support in adjacent[y]:
                     dx = dom[x]
@@ -707,33 +894,44 @@ class ZebraSolver:
                         if not new:
                             return False
                         dom[x] = new
-                        queue.append(x)
-                base = y - y % n
-                dirty.add(base)
+                        if not waiting[x]:
+                            waiting[x] = 1
+                            queue.append(x)
+                c = y // n
+                dirty |= 1 << c
                 if not dy & (dy - 1):  # placed: no other value of the category may take this house
-                    for z in range(base, base + n):
+                    for z in range(c * n, c * n + n):
                         if z != y and dom[z] & dy:
                             new = dom[z] & ~dy
                             if not new:
                                 return False
                             dom[z] = new
-                            queue.append(z)
-            for base in sorted(dirty):  # a house that only one value of the category can still take
-                once = twice = 0
-                for z in range(base, base + n):
-                    twice |= once & dom[z]
-                    once |= dom[z]
-                if once != full:
-                    return False
-                hidden = once & ~twice
-                if hidden:
+                            if not waiting[z]:
+                                waiting[z] = 1
+                                queue.append(z)
+            c = 0
+            while dirty:  # a house that only one value of the category can still take
+                if dirty & 1:
+                    base = c * n
+                    once = twice = 0
                     for z in range(base, base + n):
-                        only = dom[z] & hidden
-                        if only and dom[z] != only:
-                            if only & (only - 1):
-                                return False
-                            dom[z] = only
-                            queue.append(z)
+                        twice |= once & dom[z]
+                        once |= dom[z]
+                    if once != full:
+                        return False
+                    hidden = once & ~twice
+                    if hidden:
+                        for z in range(base, base + n):
+                            only = dom[z] & hidden
+                            if only and dom[z] != only:
+                                if only & (only - 1):
+                                    return False
+                                dom[z] = only
+                                if not waiting[z]:
+                                    waiting[z] = 1
+                                    queue.append(z)
+                dirty >>= 1
+                c += 1
         return True
 
     def solve(self, limit: int) -> list[list[int]]:
@@ -858,9 +1056,9 @@ def _zebra_puzzle(rng: ItemRng, n: int, m: int, mix: dict[str, int]) -> tuple[li
     return grid, final, solver
 
 
-def zebra(rng: ItemRng, *, houses: int = 6, attributes: int = 6, clues: str = "weak") -> Generated:
+def zebra(rng: ItemRng, *, houses: int = 7, attributes: int = 7, clues: str = "weak", asked: int = 3) -> Generated:
     """A row of houses, one resident each with a value in every category, fixed by an irreducible set of mostly
-    weak clues; the answer is two whole categories, house by house."""
+    weak clues; the answer is `asked` whole categories, house by house."""
     n, m, mix = houses, attributes, _ZEBRA_MIXES[clues]
     categories = [_ZEBRA_CATEGORIES[0]] + rng.sample(_ZEBRA_CATEGORIES[1:], m - 1)
     values = [rng.sample(pool, n) for _, _, pool, _ in categories]
@@ -875,11 +1073,13 @@ def zebra(rng: ItemRng, *, houses: int = 6, attributes: int = 6, clues: str = "w
     refer = lambda var: categories[var // n][3].format(values[var // n][var % n])  # noqa: E731
     texts = [_zebra_text(clue, refer, n) for clue in final]
     rng.shuffle(texts)
-    asked = sorted(rng.sample(range(m), 2))
-    by_house = [[values[c][v] for v in sorted(range(n), key=lambda v: grid[c * n + v])] for c in asked]
+    chosen = sorted(rng.sample(range(m), asked))
+    by_house = [[values[c][v] for v in sorted(range(n), key=lambda v: grid[c * n + v])] for c in chosen]
     listing = "\n".join(f"- {heading}: {', '.join(sorted(vals))}"
                         for (_, heading, _, _), vals in zip(categories, values))
-    first, second = (categories[c][0] for c in asked)
+    what = [categories[c][0] for c in chosen]
+    asked_text = ", ".join(what[:-1]) + f" and {what[-1]}"
+    blocks = ", followed by ".join(f"the {w} for house 1, house 2, ..., house {n}" for w in what)
     word = _NUMBER_WORDS[n]
     prompt = (
         f"{word.capitalize()} houses stand in a row, numbered 1 to {n} from left to right, with one resident in "
@@ -888,16 +1088,16 @@ def zebra(rng: ItemRng, *, houses: int = 6, attributes: int = 6, clues: str = "w
         "Meaning of the clues: \"left\" means a lower house number. \"Directly to the left of\" means exactly one "
         "lower. \"Next to each other\" means house numbers that differ by exactly 1. \"Exactly one house "
         "between\" means house numbers that differ by exactly 2; \"at least two houses between\" means house "
-        "numbers that differ by 3 or more. \"Both odd or both even\" is about the two house numbers. Two "
-        "descriptions in one clue may belong to the same resident unless the clue rules that out (for example, "
-        "\"X lives next to Y\" rules it out; \"X and Y live in houses whose numbers are both odd or both even\" "
-        "does not). House colour is the colour of the house the resident lives in.\n\nClues:\n"
+        "numbers that differ by 3 or more. \"Both odd or both even\" and \"one is odd and the other even\" are "
+        "about the two house numbers; \"twice the house number\" compares house numbers (house 6 is twice house "
+        "3). Two descriptions in one clue may belong to the same resident unless the clue rules that out (for "
+        "example, \"X lives next to Y\" rules it out; \"X and Y live in houses whose numbers are both odd or both "
+        "even\" does not). House colour is the colour of the house the resident lives in.\n\nClues:\n"
         + "\n".join(f"{i}. {text}" for i, text in enumerate(texts, 1))
-        + f"\n\nExactly one arrangement satisfies every clue. For every house, what are its resident's {first} "
-        f"and {second}?\n\nEnd your response with a final line `ANSWER: <list>`, where <list> is {2 * n} "
-        f"comma-separated entries: the {first} for house 1, house 2, ..., house {n}, followed by the {second} for "
-        f"house 1, house 2, ..., house {n}.")
-    answer = by_house[0] + by_house[1]
+        + f"\n\nExactly one arrangement satisfies every clue. For every house, what are its resident's "
+        f"{asked_text}?\n\nEnd your response with a final line `ANSWER: <list>`, where <list> is {asked * n} "
+        f"comma-separated entries: {blocks}.")
+    answer = [v for block in by_house for v in block]
     generated = _list_answer(prompt, answer)
     return generated.model_copy(update={"difficulty": {
         "conflicts": solver.conflicts, "nodes": solver.nodes, "clues": len(final),
@@ -932,5 +1132,7 @@ def _zebra_text(clue: tuple, refer: Callable[[int], str], n: int) -> str:
             "mirror": f"The house numbers of {A} and {B} add up to {n + 1}.",
             "parity": f"{A} and {B} live in houses whose numbers are both odd or both even.",
             "far": f"There are at least two houses between where {A} lives and where {B} lives.",
+            "double": f"The house number of {A} is twice the house number of {B}.",
+            "opposite": f"Of the house numbers of {A} and {B}, one is odd and the other even.",
         }[relation]
     return text[0].upper() + text[1:]
