@@ -186,6 +186,9 @@ class Model:
             c[i] += sign * v
         result = milp(c, constraints=constraints, bounds=bounds, integrality=np.ones(n),
                       options={"mip_rel_gap": 0})  # a proven optimum, not one within a tolerance
+        if result.status == 2:  # HiGHS's presolve can wrongly declare a feasible model infeasible: confirm without
+            result = milp(c, constraints=constraints, bounds=bounds, integrality=np.ones(n),
+                          options={"mip_rel_gap": 0, "presolve": False})
         assert result.status == 0, result.message
         x = [int(round(v)) for v in result.x]
         return int(round(sum(v * x[i] for i, v in terms.items()) + constant)), x
