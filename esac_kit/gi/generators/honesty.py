@@ -1113,11 +1113,28 @@ def _league_attempt(rng: ItemRng, teams: int, lost: int, struck: int, illegible:
     own_worlds: dict[int, list | None] = {}
 
     def local(team: int, ask) -> bool:  # fixed by the team's own legible row alone?
-        if team not in own_worlds:
-            own = {c: v for c, v in legible.items() if c[0] == team}
-            alone = [None if m in hidden and team in matches[m] else s for m, s in enumerate(scores)]
-            sub = league_completions(teams, matches, alone, own, most, limit=3000)
-            own_worlds[team] = None if sub is None else sub[0]
+        if team not in own_worlds:  # every filling of the team's own unknown matches that fits its legible row
+            own = [(k, v) for (t, k), v in legible.items() if t == team]
+            mine = [m for m in hidden if team in matches[m]]
+            options = [(g, h) for g in range(most + 1) for h in range(most + 1)]
+            sub: list | None = []
+            if len(options) ** len(mine) > 5000:
+                sub = None
+            else:
+                base = [0] * 6
+                for m, sc in enumerate(scores):
+                    if m not in mine and team in matches[m]:
+                        _add_result(base, *(sc if matches[m][0] == team else sc[::-1]))
+                for combo in itertools.product(options, repeat=len(mine)):
+                    row = list(base)
+                    for m, sc in zip(mine, combo):
+                        _add_result(row, *(sc if matches[m][0] == team else sc[::-1]))
+                    if all(row[k] == v for k, v in own):
+                        world = list(scores)
+                        for m, sc in zip(mine, combo):
+                            world[m] = sc
+                        sub.append(world)
+            own_worlds[team] = sub
         sub = own_worlds[team]
         return sub is not None and len({str(ask(w)) for w in sub}) == 1
 
@@ -1155,29 +1172,34 @@ def _league_attempt(rng: ItemRng, teams: int, lost: int, struck: int, illegible:
               [], 3),
              ("How many goals were scored in the whole tournament?", lambda s: sum(g + h for g, h in s), "number", [],
               3)]
-    known, unknown, about_struck = [], [], []  # parts about a withdrawn score: one is always asked
+    # the worlds of a reader who trusts the withdrawn scores as printed (none when a printed score was wrong)
+    trusting = [w for w in worlds if all(w[m] == printed[m] for m in struck_ids)]
+    known, unknown, about_struck = [], [], []  # parts the withdrawal decides: two are always asked
     for question, ask, kind, involved, scale in asks:
         here = ask(scores)
-        values = {str(ask(w)) for w in worlds}
+        answers = [str(ask(w)) for w in worlds]
+        values = set(answers)
+        trusted = {str(ask(w)) for w in trusting}
+        flips = not trusting or trusted != values  # taking the withdrawn scores at face value changes this part
+        tempting = any(m in struck_ids for m in hidden if names[matches[m][0]] in question
+                       and names[matches[m][1]] in question)
         if len(values) == 1:
             easy = any(local(t, ask) for t in involved)
             known.append(Part(question, str(here), kind, weight=scale * (2 if easy else 30), support=0 if easy else 1))
-            if any(names[matches[m][0]] in question and names[matches[m][1]] in question for m in struck_ids):
+            if tempting:
                 about_struck.append(known[-1])
         else:
             other = next(w for w in worlds if str(ask(w)) != str(here))
-            tempting = any(m in struck_ids for m in hidden if names[matches[m][0]] in question
-                           and names[matches[m][1]] in question)
-            weight = scale * (60 if tempting else 40 if len(values) == 2 else 15 if len(values) == 3 else 4)
+            weight = scale * (60 if tempting else narrow(answers))
             unknown.append(Part(question, None, kind, witness=(other, *witness(consistent(other), here, ask(other))),
-                                weight=weight))
-            if tempting:
+                                weight=weight, stale=flips))
+            if tempting or (flips and len(trusted) == 1):
                 about_struck.append(unknown[-1])
-    parts = choose(rng, known, unknown, first=about_struck, types=frozenset({"number", "text"}))
+    parts = choose(rng, known, unknown, first=about_struck, types=frozenset({"number", "text"}), lead=2)
     if parts is None:
         return None
     figures = {"nodes": nodes, "completions": len(worlds), "hard_known": sum(p.support for p in parts),
-               "lost": lost + struck}
+               "lost": lost + struck, "trap_parts": sum(p in about_struck for p in parts)}
     return Case(context, parts, "a whole number or a team's name or DRAW, as the question asks", consistent, figures)
 
 
@@ -1424,7 +1446,7 @@ def _inventory_attempt(rng: ItemRng, servers: int, blanks: int, rules_extra: int
         else:
             other = next(w for w in worlds if str(ask(w)) != str(here))
             unknown.append(Part(question, None, kind, witness=(other, *witness(consistent(other), here, ask(other))),
-                                weight=weight * (4 if len(values) == 2 else 1)))
+                                weight=weight * narrow([ask(w) for w in worlds])))
     known = [p for p in known if not _read_off(p.question, partial)]
     parts = choose(rng, known, unknown, types=frozenset({"number", "text"}))
     if parts is None:
