@@ -230,7 +230,9 @@ def parse_stock(context: str):
         return products.index(product) * D + depots.index(depot)
 
     facts = []  # (terms, op, value) with op in =, >=, <=, mod
-    notes = re.findall(r"^\d+\. (.*)$", context.split("Notes:\n", 1)[1], flags=re.M)
+    withdrawn = {int(k) for k in re.findall(r"^Note (\d+) was later withdrawn", context, flags=re.M)}
+    notes = [note for number, note in re.findall(r"^(\d+)\. (.*)$", context.split("Notes:\n", 1)[1], flags=re.M)
+             if int(number) not in withdrawn]
     for note in notes:
         if m := re.fullmatch(r"There were (\d+) (\w+) in all across the \d+ depots\.", note):
             facts.append(({v(m[2], d): 1 for d in depots}, "=", int(m[1])))
@@ -818,6 +820,15 @@ def test_stock_inequalities_and_packs_squeeze_answers_and_some_sums_are_fixed_wh
                 combined += 1  # a sum that is forced although none of its counts is
     assert squeezed >= SEEDS  # about one squeezed answer per instance or more
     assert combined >= 3
+
+
+def test_stock_withdrawn_note_would_have_fixed_several_asked_unknown_parts():
+    for out in instances("honesty-stock-sheet"):
+        context, questions = context_and_questions(out.prompt)
+        assert len(re.findall(r"^Note \d+ was later withdrawn", context, flags=re.M)) == 1
+        reinstated = re.sub(r"\n\nNote \d+ was later withdrawn.*", "", context)
+        after = solve_stock(reinstated)
+        assert sum(after(questions[p.label]) is not None for p in out.key.parts if not p.answerable) >= 2
 
 
 def test_chronicle_withdrawn_statement_would_have_fixed_an_asked_unknown_part():

@@ -7,12 +7,15 @@ enumeration, shortest paths over difference constraints, or a complete search ov
 unanswerable only when the generator holds a witness: a second world, consistent with every stated fact, that
 answers differently. Answerable parts are preferred when they need many facts combined (or an inequality,
 integrality or non-negativity argument); unanswerable ones when they are nearly pinned (few values possible) or
-when a fact that would have fixed them was withdrawn.
+when a fact that would have fixed them was withdrawn. Every instance asks eight parts, three or four of them open;
+open parts are preferred when one narrow branch (a single world, or a sliver of the worlds) departs from an answer
+all the others share, and two parts are always ones a withdrawn fact decides.
 
 Families:
 - stock sheet: 9-16 whole, non-negative counts tied by totals, differences, ratios, bounds, strict orders and pack
   sizes; the equality facts are rank-deficient, so some sums are fixed although no count in them is, and some
-  counts are squeezed to one value only by the inequalities.
+  counts are squeezed to one value only by the inequalities; a true note, later withdrawn, would have fixed several
+  of the open quantities.
 - town chronicle: event years tied by exact gaps, minimum/maximum gaps, orders, decades and a withdrawn statement;
   a system of difference constraints whose shortest paths decide every year, gap, order and decade asked.
 - league log: a round robin with lost and withdrawn scores and a partly illegible table; a pruned search over
@@ -497,10 +500,12 @@ def _stock_facts(rng: ItemRng, x: list[int], names: list[str], places: list[str]
 
 
 STOCK_WORLDS = 250_000  # the equalities and pack size leave at most this many worlds before the bounds
+STALE_STOCK = 3  # open quantities the withdrawn note alone would have fixed
 SQUEEZED = 60  # sampling weight of a part fixed only by an inequality argument (a combination of k notes: k * k)
 
 
-def _stock_attempt(rng: ItemRng, products: int, depots: int, free: int, limits: int) -> Case | None:
+def _stock_attempt(rng: ItemRng, products: int, depots: int, free: int, limits: int, withdrawn: int = 1
+                   ) -> Case | None:
     names, places = rng.sample(PRODUCTS, products), rng.sample(DEPOTS, depots)
     company = rng.choice(COMPANIES)
     P, D = products, depots
@@ -602,6 +607,18 @@ def _stock_attempt(rng: ItemRng, products: int, depots: int, free: int, limits: 
     if not any((w == x).all() for w in worlds):
         raise AssertionError("the true world is not among the solutions")
     rng.shuffle(facts)
+    open_now = values[mask].min(axis=0) != values[mask].max(axis=0)
+    retracted, unsettled = None, np.zeros(len(asks), dtype=bool)
+    if withdrawn:  # a true note, later withdrawn, that alone would have fixed several open quantities
+        spare = [f for kind in kinds for f in kinds[kind] if tuple(sorted(f.terms)) not in stated]
+        best = -1
+        for f in rng.sample(spare, min(len(spare), 40)):
+            sub = values[mask][_holds_all(f, worlds)]
+            fixes = open_now & (sub.min(axis=0) == sub.max(axis=0))
+            if fixes.sum() > best:
+                retracted, unsettled, best = f, fixes, int(fixes.sum())
+        if best < STALE_STOCK:
+            return None
 
     known, unknown = [], []
     for k, (question, cells) in enumerate(asks):
@@ -620,8 +637,9 @@ def _stock_attempt(rng: ItemRng, products: int, depots: int, free: int, limits: 
             there = int(sum(int(other[i]) for i in cells))
             weight = narrow(column.tolist())  # nearly pinned quantities tempt a guess
             unknown.append(Part(question, None, witness=(tuple(int(v) for v in other), *witness(
-                all(f.holds(other) for f in facts), here, there)), weight=weight))
-    parts = choose(rng, known, unknown)
+                all(f.holds(other) for f in facts), here, there)), weight=weight, stale=bool(unsettled[k])))
+    stale = [p for p in unknown if p.stale]
+    parts = choose(rng, known, unknown, first=stale, lead=2) if withdrawn else choose(rng, known, unknown)
     if parts is None:
         return None
     parts = [p if p.support != -1 else Part(p.question, p.answer, weight=p.weight,
@@ -630,11 +648,18 @@ def _stock_attempt(rng: ItemRng, products: int, depots: int, free: int, limits: 
              for p in parts]
     supports = [p.support for p in parts if p.answer is not None]
     goods = ", ".join(names[:-1]) + f" and {names[-1]}"
+    shown = list(facts)
+    if retracted is not None:
+        shown.insert(rng.randint(0, len(shown)), retracted)
     context = (f"{company} stocks {P} products ({goods}) at {D} depots ({', '.join(places[:-1])} and "
                f"{places[-1]}). The count sheet of the last audit was lost; the auditor's notes below survive, and "
-               "every one of them is accurate. Each count is the number of units of one product held at one depot "
-               "on audit day: a whole number, never negative (units are single items, not packs).\n\nNotes:\n"
-               + "\n".join(f"{k}. {f.text}" for k, f in enumerate(facts, 1)))
+               "every one of them is accurate, except that a note withdrawn at the end gives no information. Each "
+               "count is the number of units of one product held at one depot on audit day: a whole number, never "
+               "negative (units are single items, not packs).\n\nNotes:\n"
+               + "\n".join(f"{k}. {f.text}" for k, f in enumerate(shown, 1))
+               + ("" if retracted is None else f"\n\nNote {shown.index(retracted) + 1} was later withdrawn: the "
+                  "auditor had copied it from an unchecked draft, so it may or may not be true, and nothing else is "
+                  "known in its place."))
 
     def consistent(world) -> bool:
         return len(world) == n and all(v >= 0 for v in world) and all(f.holds(world) for f in facts)
@@ -642,7 +667,8 @@ def _stock_attempt(rng: ItemRng, products: int, depots: int, free: int, limits: 
     pinned = sum(1 for p in parts if p.answer is not None and not combos.determined(
         [int(q in _cells(asks, p.question)) for q in range(n)]))
     figures = {"support": max(supports), "support_total": sum(supports), "pinned": pinned,
-               "free": n - combos.rank, "worlds": len(worlds), "facts": len(facts)}
+               "free": n - combos.rank, "worlds": len(worlds), "facts": len(facts),
+               "stale_asked": sum(p.stale for p in parts)}
     return Case(context, parts, "a whole number", consistent, figures)
 
 
@@ -650,9 +676,10 @@ def _cells(asks: list[tuple[str, list[int]]], question: str) -> list[int]:
     return next(cells for q, cells in asks if q == question)
 
 
-def stock_sheet(rng: ItemRng, *, products: int = 3, depots: int = 4, free: int = 3, limits: int = 4) -> Generated:
+def stock_sheet(rng: ItemRng, *, products: int = 4, depots: int = 4, free: int = 4, limits: int = 6,
+                withdrawn: int = 1) -> Generated:
     """A lost count sheet: some counts and sums follow from the notes, by combination or by squeezing, others not."""
-    return finish(build(rng, lambda r: _stock_attempt(r, products, depots, free, limits)))
+    return finish(build(rng, lambda r: _stock_attempt(r, products, depots, free, limits, withdrawn)))
 
 
 # ---------------------------------------------------------------- family 2: a town chronicle of relative dates
