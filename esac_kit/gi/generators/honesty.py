@@ -7,12 +7,15 @@ enumeration, shortest paths over difference constraints, or a complete search ov
 unanswerable only when the generator holds a witness: a second world, consistent with every stated fact, that
 answers differently. Answerable parts are preferred when they need many facts combined (or an inequality,
 integrality or non-negativity argument); unanswerable ones when they are nearly pinned (few values possible) or
-when a fact that would have fixed them was withdrawn.
+when a fact that would have fixed them was withdrawn. Every instance asks eight parts, three or four of them open;
+open parts are preferred when one narrow branch (a single world, or a sliver of the worlds) departs from an answer
+all the others share, and two parts are always ones a withdrawn fact decides.
 
 Families:
 - stock sheet: 9-16 whole, non-negative counts tied by totals, differences, ratios, bounds, strict orders and pack
   sizes; the equality facts are rank-deficient, so some sums are fixed although no count in them is, and some
-  counts are squeezed to one value only by the inequalities.
+  counts are squeezed to one value only by the inequalities; a true note, later withdrawn, would have fixed several
+  of the open quantities.
 - town chronicle: event years tied by exact gaps, minimum/maximum gaps, orders, decades and a withdrawn statement;
   a system of difference constraints whose shortest paths decide every year, gap, order and decade asked.
 - league log: a round robin with lost and withdrawn scores and a partly illegible table; a pruned search over
@@ -50,6 +53,7 @@ class Part:
     witness: tuple[object, str, str] | None = None  # (another consistent world, answer here, answer there)
     weight: int = 1  # sampling preference: long derivations and nearly pinned undetermined parts weigh more
     support: int = 0  # facts the solver's derivation of an answerable part uses (0 for undetermined parts)
+    stale: bool = False  # a withdrawn fact would have fixed this undetermined part
 
 
 @dataclass
@@ -70,24 +74,49 @@ def witness(consistent: bool, here: object, there: object) -> tuple[str, str]:
     return str(here), str(there)
 
 
-def choose(rng: ItemRng, known: list[Part], unknown: list[Part], low: int = 6, high: int = 8,
-           first: list[Part] | None = None, types: frozenset = frozenset({"number"})) -> list[Part] | None:
-    """low..high parts, 2..half of them undetermined, in random label positions; None when the draw lacks them.
-    One part of `first` (a part about a withdrawn fact), if any, is always among them. The parts' answer types are
-    exactly `types` in every instance: an item's key protocol (how it is scored) must not depend on the seed."""
+def choose(rng: ItemRng, known: list[Part], unknown: list[Part], low: int = 8, high: int = 8,
+           first: list[Part] | None = None, types: frozenset = frozenset({"number"}), lead: int = 1,
+           fewest_open: int = 3) -> list[Part] | None:
+    """low..high parts, fewest_open..half of them undetermined, in random label positions; None when the draw lacks
+    them. `lead` parts of `first` (parts about a withdrawn fact), if any, are always among them (None when fewer
+    exist or they do not fit the mix). The parts' answer types are exactly `types` in every instance: an item's key
+    protocol (how it is scored) must not depend on the seed."""
     n = rng.randint(low, high)
-    k = rng.randint(2, n // 2)
+    k = rng.randint(min(fewest_open, n // 2), n // 2)
     if len(unknown) < k or len(known) < n - k:
         return None
-    lead = [rng.choice(first)] if first else []
-    open_lead = [p for p in lead if p.answer is None]
-    known_lead = [p for p in lead if p.answer is not None]
-    picked = (lead + _weighted_sample(rng, [p for p in unknown if p not in lead], k - len(open_lead))
-              + _weighted_sample(rng, [p for p in known if p not in lead], n - k - len(known_lead)))
+    lead_parts: list[Part] = []
+    if first:
+        if len(first) < lead:
+            return None
+        lead_parts = _weighted_sample(rng, first, lead)
+    open_lead = [p for p in lead_parts if p.answer is None]
+    known_lead = [p for p in lead_parts if p.answer is not None]
+    if len(open_lead) > k or len(known_lead) > n - k:
+        return None
+    picked = (lead_parts + _weighted_sample(rng, [p for p in unknown if p not in lead_parts], k - len(open_lead))
+              + _weighted_sample(rng, [p for p in known if p not in lead_parts], n - k - len(known_lead)))
     if {p.answer_type for p in picked} != types:
         return None
     rng.shuffle(picked)
     return picked
+
+
+def narrow(answers: Sequence[object]) -> int:
+    """Sampling weight of an undetermined part from the answers it takes over every consistent world: highest when
+    a single world (or a sliver of them) departs from an answer all the others share, so the part looks forced
+    until that one narrow branch is found."""
+    counts: dict[str, int] = {}
+    for a in answers:
+        counts[str(a)] = counts.get(str(a), 0) + 1
+    total, minority = len(answers), len(answers) - max(counts.values())
+    if minority <= 1:
+        return 200
+    if minority <= 3 or minority * 20 <= total:
+        return 100
+    if minority * 5 <= total:
+        return 40
+    return 12 if len(counts) == 2 else 6 if len(counts) == 3 else 2
 
 
 def _weighted_sample(rng: ItemRng, parts: list[Part], k: int) -> list[Part]:
@@ -470,52 +499,60 @@ def _stock_facts(rng: ItemRng, x: list[int], names: list[str], places: list[str]
     return kinds, inequalities
 
 
-SQUEEZED = 30  # sampling weight of a part fixed only by an inequality argument (a combination of k notes: k * k)
+STOCK_WORLDS = 250_000  # the equalities and pack size leave at most this many worlds before the bounds
+STALE_STOCK = 3  # open quantities the withdrawn note alone would have fixed
+SQUEEZED = 60  # sampling weight of a part fixed only by an inequality argument (a combination of k notes: k * k)
 
 
-def _stock_attempt(rng: ItemRng, products: int, depots: int, free: int, limits: int) -> Case | None:
+def _stock_attempt(rng: ItemRng, products: int, depots: int, free: int, limits: int, withdrawn: int = 1
+                   ) -> Case | None:
     names, places = rng.sample(PRODUCTS, products), rng.sample(DEPOTS, depots)
     company = rng.choice(COMPANIES)
     P, D = products, depots
     n = P * D
-    pack = rng.choice([4, 5, 6]) if rng.random() < 0.6 else None
-    pack_row = rng.randrange(P) if pack else -1
+    pack = rng.choice([3, 4, 5, 6])  # a pack size always: divisibility decides some parts
+    pack_row = rng.randrange(P)
     x = []
     for i in range(n):
         if i // D == pack_row:
-            x.append(pack * rng.randint(0, 6))
+            x.append(pack * rng.randint(0, 5))
         else:
-            x.append(rng.randint(0, 3) if rng.random() < 0.2 else rng.randint(4, 30))
+            x.append(rng.randint(0, 3) if rng.random() < 0.2 else rng.randint(4, 16))
     ratio = None
-    if rng.random() < 0.6:
+    if rng.random() < 0.85:
         a, b = rng.sample([i for i in range(n) if i // D != pack_row], 2)
         k = rng.randint(2, 4)
-        x[b] = rng.randint(1, 8)
+        x[b] = rng.randint(1, 7)
         x[a] = k * x[b]
         ratio = (a, b, k)
     kinds, inequalities = _stock_facts(rng, x, names, places, ratio)
     facts: list[Fact] = list(kinds.pop("ratio", []))
     rows: list[list[int]] = [f.row(n) for f in facts]
     order = list(kinds)
-    while not rows or rank_mod(rows) < n - free:
+    rank = rank_mod(rows) if rows else 0
+    while rank < n - free:
         live = [k for k in order if kinds[k]]
         if not live:
             return None
         kind = rng.weighted_choice(live, [EQUALITY_KINDS[k] for k in live])
         fact = kinds[kind].pop(rng.randrange(len(kinds[kind])))
         row = fact.row(n)
-        if not in_row_space(rows, row):
+        grown = rank_mod(rows + [row])
+        if grown > rank:
             facts.append(fact)
             rows.append(row)
+            rank = grown
     if rng.random() < 0.5:  # one redundant equality: the notes look square while a free direction remains
-        spare = [f for k in ("row", "column", "grand", "row gap") for f in kinds[k] if in_row_space(rows, f.row(n))]
-        if spare:
-            facts.append(rng.choice(spare))
-    if pack:
+        spare = [f for k in ("row", "column", "grand", "row gap") for f in kinds[k]]
+        for f in rng.sample(spare, len(spare)):
+            if rank_mod(rows + [f.row(n)]) == rank:
+                facts.append(f)
+                break
+    if True:
         facts.append(Fact(tuple((pack_row * D + d, 1) for d in range(D)), "mod", pack,
                           f"{cap(names[pack_row])} are stocked only in sealed packs of {pack}, so every depot's count "
                           f"of {names[pack_row]} is a multiple of {pack}."))
-    base = integer_worlds(n, facts, limit=12_000)
+    base = integer_worlds(n, facts, limit=STOCK_WORLDS)
     if base is None or len(base) < 4:
         return None
     equality_rows = [f.row(n) for f in facts if f.op == "="]
@@ -570,6 +607,18 @@ def _stock_attempt(rng: ItemRng, products: int, depots: int, free: int, limits: 
     if not any((w == x).all() for w in worlds):
         raise AssertionError("the true world is not among the solutions")
     rng.shuffle(facts)
+    open_now = values[mask].min(axis=0) != values[mask].max(axis=0)
+    retracted, unsettled = None, np.zeros(len(asks), dtype=bool)
+    if withdrawn:  # a true note, later withdrawn, that alone would have fixed several open quantities
+        spare = [f for kind in kinds for f in kinds[kind] if tuple(sorted(f.terms)) not in stated]
+        best = -1
+        for f in rng.sample(spare, min(len(spare), 40)):
+            sub = values[mask][_holds_all(f, worlds)]
+            fixes = open_now & (sub.min(axis=0) == sub.max(axis=0))
+            if fixes.sum() > best:
+                retracted, unsettled, best = f, fixes, int(fixes.sum())
+        if best < STALE_STOCK:
+            return None
 
     known, unknown = [], []
     for k, (question, cells) in enumerate(asks):
@@ -579,17 +628,18 @@ def _stock_attempt(rng: ItemRng, products: int, depots: int, free: int, limits: 
         if len(distinct) == 1:
             if k not in free_asks:
                 support = combos.support(queries[k].tolist())
-                known.append(Part(question, str(here), weight=support ** 2 if support >= 3 else 1, support=support))
+                known.append(Part(question, str(here), weight=support ** 2 if support >= 4 else 1, support=support))
             else:  # squeezed to one value by the inequalities, integrality or non-negativity
                 known.append(Part(question, str(here), weight=SQUEEZED, support=-1))
         else:
             others = worlds[column != here]
             other = others[np.abs(others - np.array(x)).sum(axis=1).argmin()]
             there = int(sum(int(other[i]) for i in cells))
-            weight = {2: 100, 3: 50, 4: 20}.get(len(distinct), 2)  # nearly pinned quantities tempt a guess
+            weight = narrow(column.tolist())  # nearly pinned quantities tempt a guess
             unknown.append(Part(question, None, witness=(tuple(int(v) for v in other), *witness(
-                all(f.holds(other) for f in facts), here, there)), weight=weight))
-    parts = choose(rng, known, unknown)
+                all(f.holds(other) for f in facts), here, there)), weight=weight, stale=bool(unsettled[k])))
+    stale = [p for p in unknown if p.stale]
+    parts = choose(rng, known, unknown, first=stale, lead=2) if withdrawn else choose(rng, known, unknown)
     if parts is None:
         return None
     parts = [p if p.support != -1 else Part(p.question, p.answer, weight=p.weight,
@@ -598,11 +648,18 @@ def _stock_attempt(rng: ItemRng, products: int, depots: int, free: int, limits: 
              for p in parts]
     supports = [p.support for p in parts if p.answer is not None]
     goods = ", ".join(names[:-1]) + f" and {names[-1]}"
+    shown = list(facts)
+    if retracted is not None:
+        shown.insert(rng.randint(0, len(shown)), retracted)
     context = (f"{company} stocks {P} products ({goods}) at {D} depots ({', '.join(places[:-1])} and "
                f"{places[-1]}). The count sheet of the last audit was lost; the auditor's notes below survive, and "
-               "every one of them is accurate. Each count is the number of units of one product held at one depot "
-               "on audit day: a whole number, never negative (units are single items, not packs).\n\nNotes:\n"
-               + "\n".join(f"{k}. {f.text}" for k, f in enumerate(facts, 1)))
+               "every one of them is accurate, except that a note withdrawn at the end gives no information. Each "
+               "count is the number of units of one product held at one depot on audit day: a whole number, never "
+               "negative (units are single items, not packs).\n\nNotes:\n"
+               + "\n".join(f"{k}. {f.text}" for k, f in enumerate(shown, 1))
+               + ("" if retracted is None else f"\n\nNote {shown.index(retracted) + 1} was later withdrawn: the "
+                  "auditor had copied it from an unchecked draft, so it may or may not be true, and nothing else is "
+                  "known in its place."))
 
     def consistent(world) -> bool:
         return len(world) == n and all(v >= 0 for v in world) and all(f.holds(world) for f in facts)
@@ -610,7 +667,8 @@ def _stock_attempt(rng: ItemRng, products: int, depots: int, free: int, limits: 
     pinned = sum(1 for p in parts if p.answer is not None and not combos.determined(
         [int(q in _cells(asks, p.question)) for q in range(n)]))
     figures = {"support": max(supports), "support_total": sum(supports), "pinned": pinned,
-               "free": n - combos.rank, "worlds": len(worlds), "facts": len(facts)}
+               "free": n - combos.rank, "worlds": len(worlds), "facts": len(facts),
+               "stale_asked": sum(p.stale for p in parts)}
     return Case(context, parts, "a whole number", consistent, figures)
 
 
@@ -618,9 +676,10 @@ def _cells(asks: list[tuple[str, list[int]]], question: str) -> list[int]:
     return next(cells for q, cells in asks if q == question)
 
 
-def stock_sheet(rng: ItemRng, *, products: int = 3, depots: int = 4, free: int = 3, limits: int = 4) -> Generated:
+def stock_sheet(rng: ItemRng, *, products: int = 4, depots: int = 4, free: int = 4, limits: int = 6,
+                withdrawn: int = 1) -> Generated:
     """A lost count sheet: some counts and sums follow from the notes, by combination or by squeezing, others not."""
-    return finish(build(rng, lambda r: _stock_attempt(r, products, depots, free, limits)))
+    return finish(build(rng, lambda r: _stock_attempt(r, products, depots, free, limits, withdrawn)))
 
 
 # ---------------------------------------------------------------- family 2: a town chronicle of relative dates
@@ -723,6 +782,9 @@ def _span(n: int) -> Dated:
                  f"every event took place in a year from {FIRST_YEAR} to {LAST_YEAR}")
 
 
+STALE = 3  # years and gaps the withdrawn statement alone had fixed
+
+
 def _chronicle_attempt(rng: ItemRng, events: int, links: int, withdrawn: int) -> Case | None:
     town = rng.choice(TOWNS)
     names = rng.sample(EVENTS, events)
@@ -776,12 +838,12 @@ def _chronicle_attempt(rng: ItemRng, events: int, links: int, withdrawn: int) ->
             lost += sum(1 for i in range(1, size) for j in range(1, size)
                         if i < j and dist[i][j] == -dist[j][i] and d2[i][j] != -d2[j][i])
             if lost:
-                candidates.append(k)
-            if len(candidates) >= 2:
+                candidates.append((lost, k))
+            if len(candidates) >= 6:
                 break
-        if not candidates:
-            return None
-        withdrawn_ids.append(candidates[0])
+        if not candidates or max(candidates)[0] < STALE:
+            return None  # the withdrawal must unsettle several years or gaps at once
+        withdrawn_ids.append(max(candidates)[1])
     active = [k for k in everything if k not in withdrawn_ids]
     old_dist = dist
     dist, used = solve(active)
@@ -804,6 +866,10 @@ def _chronicle_attempt(rng: ItemRng, events: int, links: int, withdrawn: int) ->
     def certificate(*pairs: tuple[int, int]) -> int:
         return len(frozenset().union(*(used[u][v] for u, v in pairs)) - {len(active)})
 
+    def squeezed(*pairs: tuple[int, int]) -> int:  # 3 when the bounds meet through an inequality, else 1
+        steps = frozenset().union(*(used[u][v] for u, v in pairs))
+        return 3 if any(k == len(active) or facts[k].kind not in ("exact", "anchor") for k in steps) else 1
+
     def related(*kinds: str) -> set[frozenset]:  # pairs of events a statement of these kinds relates outright
         return {frozenset(u for u, _, _ in s.edges) | frozenset(v for _, v, _ in s.edges) for s in facts
                 if s.kind in kinds}
@@ -814,12 +880,13 @@ def _chronicle_attempt(rng: ItemRng, events: int, links: int, withdrawn: int) ->
     direct = related("exact", "before", "at least", "range", "within")
     known, unknown = [], []
 
-    def undetermined(question, here, worlds, ask, weight, kind="number"):
+    def undetermined(question, here, worlds, ask, weight, kind="number", stale=False):
         other = next((w for w in worlds if str(ask(w)) != str(here)), None)
         if other is None:
             raise AssertionError("no witness world among the extremes")
         unknown.append(Part(question, None, kind, witness=(tuple(other), *witness(consistent(other), here,
-                                                                                     ask(other))), weight=weight))
+                                                                                     ask(other))), weight=weight,
+                            stale=stale))
 
     for a in range(n):
         A = a + 1
@@ -829,10 +896,13 @@ def _chronicle_attempt(rng: ItemRng, events: int, links: int, withdrawn: int) ->
         if high == low:
             if A not in anchored:
                 support = certificate((0, A), (A, 0))
-                known.append(Part(question, str(years[a]), weight=support ** 2 + 4, support=support))
+                known.append(Part(question, str(years[a]), weight=support ** 3 * squeezed((0, A), (A, 0)) + 4,
+                                  support=support))
         elif high - low <= 15 or A in stale:
+            chain = certificate((0, A), (A, 0))  # a window of one or two years found only through long chains
             undetermined(question, years[a], worlds, lambda w, a=a: w[a],
-                         120 if A in stale else {1: 50, 2: 25}.get(int(high - low), 6))
+                         120 if A in stale else {1: 30, 2: 10}.get(int(high - low), 2) * max(1, chain - 2),
+                         stale=A in stale)
         question = f"In which decade did {names[a]} take place? Give the decade's first year (for the 1840s, 1840)."
         if high // 10 == low // 10:
             if high != low and A not in decades:
@@ -850,7 +920,7 @@ def _chronicle_attempt(rng: ItemRng, events: int, links: int, withdrawn: int) ->
         if high == low:
             if frozenset((A, B)) not in gap_stated:
                 support = certificate((A, B), (B, A))
-                known.append(Part(question, str(gap), weight=support ** 2, support=support))
+                known.append(Part(question, str(gap), weight=support ** 3 * squeezed((A, B), (B, A)), support=support))
         elif frozenset((A, B)) in direct:
             continue  # a statement relates the two outright: no test of determinability
         elif (A, B) in stale_pairs or (high - low <= 6 and (high > 0) == (low > 0) and (high < 0) == (low < 0)):
@@ -859,8 +929,10 @@ def _chronicle_attempt(rng: ItemRng, events: int, links: int, withdrawn: int) ->
                 other = next(t for t in range(int(low), int(high) + 1) if abs(t) != gap)
                 pinned = Dated(((B, A, other), (A, B, -other)), "")
                 gap_worlds = [[int(v) for v in shortest_paths(size, facts + [span, pinned])[0][0][1:]]]
+            chain = certificate((A, B), (B, A))
             undetermined(question, gap, gap_worlds, lambda w, a=a, b=b: abs(w[a] - w[b]),
-                         120 if (A, B) in stale_pairs else {1: 40, 2: 20}.get(int(high - low), 4))
+                         120 if (A, B) in stale_pairs else {1: 30, 2: 10}.get(int(high - low), 2) * max(1, chain - 2),
+                         stale=(A, B) in stale_pairs)
         question = f"Did {names[a]} take place in an earlier year than {names[b]}? Answer YES or NO."
         earlier = "YES" if years[a] < years[b] else "NO"
         if high <= -1 or low >= 0:
@@ -873,10 +945,10 @@ def _chronicle_attempt(rng: ItemRng, events: int, links: int, withdrawn: int) ->
         elif high - low <= 8:
             undetermined(question, earlier, worlds, lambda w, a=a, b=b: "YES" if w[a] < w[b] else "NO",
                          25 if min(high, -low) <= 1 else 5, "text")
-    stale_parts = [p for p in unknown if p.weight >= 120]
-    if withdrawn and not stale_parts:
-        return None  # the withdrawal must matter to a part that is asked
-    parts = choose(rng, known, unknown, first=stale_parts, types=frozenset({"number", "text"}))
+    stale_parts = [p for p in unknown if p.stale]
+    if withdrawn and len(stale_parts) < 2:
+        return None  # the withdrawal must matter to several parts that are asked
+    parts = choose(rng, known, unknown, first=stale_parts, types=frozenset({"number", "text"}), lead=2)
     if parts is None:
         return None
     supports = [p.support for p in parts if p.answer is not None]
@@ -894,7 +966,7 @@ def _chronicle_attempt(rng: ItemRng, events: int, links: int, withdrawn: int) ->
                "later year minus the earlier one.\n\n" + "\n".join(lines)
                + ("\n\n" + " ".join(notes) if notes else ""))
     figures = {"support": max(supports), "support_total": sum(supports), "statements": len(statements),
-               "withdrawn": len(withdrawn_ids), "stale_asked": sum(1 for p in parts if p.weight >= 120)}
+               "withdrawn": len(withdrawn_ids), "stale_asked": sum(1 for p in parts if p.stale)}
     return Case(context, parts, "a whole number, or YES or NO, as the question asks", consistent, figures)
 
 
@@ -1068,11 +1140,28 @@ def _league_attempt(rng: ItemRng, teams: int, lost: int, struck: int, illegible:
     own_worlds: dict[int, list | None] = {}
 
     def local(team: int, ask) -> bool:  # fixed by the team's own legible row alone?
-        if team not in own_worlds:
-            own = {c: v for c, v in legible.items() if c[0] == team}
-            alone = [None if m in hidden and team in matches[m] else s for m, s in enumerate(scores)]
-            sub = league_completions(teams, matches, alone, own, most, limit=3000)
-            own_worlds[team] = None if sub is None else sub[0]
+        if team not in own_worlds:  # every filling of the team's own unknown matches that fits its legible row
+            own = [(k, v) for (t, k), v in legible.items() if t == team]
+            mine = [m for m in hidden if team in matches[m]]
+            options = [(g, h) for g in range(most + 1) for h in range(most + 1)]
+            sub: list | None = []
+            if len(options) ** len(mine) > 5000:
+                sub = None
+            else:
+                base = [0] * 6
+                for m, sc in enumerate(scores):
+                    if m not in mine and team in matches[m]:
+                        _add_result(base, *(sc if matches[m][0] == team else sc[::-1]))
+                for combo in itertools.product(options, repeat=len(mine)):
+                    row = list(base)
+                    for m, sc in zip(mine, combo):
+                        _add_result(row, *(sc if matches[m][0] == team else sc[::-1]))
+                    if all(row[k] == v for k, v in own):
+                        world = list(scores)
+                        for m, sc in zip(mine, combo):
+                            world[m] = sc
+                        sub.append(world)
+            own_worlds[team] = sub
         sub = own_worlds[team]
         return sub is not None and len({str(ask(w)) for w in sub}) == 1
 
@@ -1110,29 +1199,34 @@ def _league_attempt(rng: ItemRng, teams: int, lost: int, struck: int, illegible:
               [], 3),
              ("How many goals were scored in the whole tournament?", lambda s: sum(g + h for g, h in s), "number", [],
               3)]
-    known, unknown, about_struck = [], [], []  # parts about a withdrawn score: one is always asked
+    # the worlds of a reader who trusts the withdrawn scores as printed (none when a printed score was wrong)
+    trusting = [w for w in worlds if all(w[m] == printed[m] for m in struck_ids)]
+    known, unknown, about_struck = [], [], []  # parts the withdrawal decides: two are always asked
     for question, ask, kind, involved, scale in asks:
         here = ask(scores)
-        values = {str(ask(w)) for w in worlds}
+        answers = [str(ask(w)) for w in worlds]
+        values = set(answers)
+        trusted = {str(ask(w)) for w in trusting}
+        flips = not trusting or trusted != values  # taking the withdrawn scores at face value changes this part
+        tempting = any(m in struck_ids for m in hidden if names[matches[m][0]] in question
+                       and names[matches[m][1]] in question)
         if len(values) == 1:
             easy = any(local(t, ask) for t in involved)
             known.append(Part(question, str(here), kind, weight=scale * (2 if easy else 30), support=0 if easy else 1))
-            if any(names[matches[m][0]] in question and names[matches[m][1]] in question for m in struck_ids):
+            if tempting:
                 about_struck.append(known[-1])
         else:
             other = next(w for w in worlds if str(ask(w)) != str(here))
-            tempting = any(m in struck_ids for m in hidden if names[matches[m][0]] in question
-                           and names[matches[m][1]] in question)
-            weight = scale * (60 if tempting else 40 if len(values) == 2 else 15 if len(values) == 3 else 4)
+            weight = scale * (60 if tempting else narrow(answers))
             unknown.append(Part(question, None, kind, witness=(other, *witness(consistent(other), here, ask(other))),
-                                weight=weight))
-            if tempting:
+                                weight=weight, stale=flips))
+            if tempting or (flips and len(trusted) == 1):
                 about_struck.append(unknown[-1])
-    parts = choose(rng, known, unknown, first=about_struck, types=frozenset({"number", "text"}))
+    parts = choose(rng, known, unknown, first=about_struck, types=frozenset({"number", "text"}), lead=2)
     if parts is None:
         return None
     figures = {"nodes": nodes, "completions": len(worlds), "hard_known": sum(p.support for p in parts),
-               "lost": lost + struck}
+               "lost": lost + struck, "trap_parts": sum(p in about_struck for p in parts)}
     return Case(context, parts, "a whole number or a team's name or DRAW, as the question asks", consistent, figures)
 
 
@@ -1379,7 +1473,7 @@ def _inventory_attempt(rng: ItemRng, servers: int, blanks: int, rules_extra: int
         else:
             other = next(w for w in worlds if str(ask(w)) != str(here))
             unknown.append(Part(question, None, kind, witness=(other, *witness(consistent(other), here, ask(other))),
-                                weight=weight * (4 if len(values) == 2 else 1)))
+                                weight=weight * narrow([ask(w) for w in worlds])))
     known = [p for p in known if not _read_off(p.question, partial)]
     parts = choose(rng, known, unknown, types=frozenset({"number", "text"}))
     if parts is None:
