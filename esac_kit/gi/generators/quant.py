@@ -261,12 +261,13 @@ def crew_work(rng: ItemRng, *, sites: int = 8, workers: int = 6, max_crew: int =
         for j, w in zip(rest, weights):
             work[j] = max(2, round(spare * w / sum(weights)))
         answer, bounds = _crew_optimum(speeds, caps, work, windows, release)
-        binding = min((g for g, v in bounds.items() if v == answer), key=len)
+        tied = [g for g, v in bounds.items() if v == answer]
+        binding = min(tied, key=len)
         late_sets = {tuple(j for j in range(sites) if release[j] >= r) for r in set(release)}
-        if len(binding) < 2 or binding in late_sets:
+        if len(binding) < 2 or any(bounds[g] == answer for g in late_sets) or \
+                any(len({release[j] for j in g}) < 2 for g in tied):
             continue
-        ignore_release = _crew_optimum(speeds, caps, work, windows, [Fraction(0)] * sites)[0]
-        if ignore_release == answer or len({release[j] for j in binding}) < 2:
+        if _crew_optimum(speeds, caps, work, windows, [Fraction(0)] * sites)[0] == answer:
             continue
         break
     rivals = sum(v >= answer * Fraction(9, 10) for v in bounds.values())
@@ -762,7 +763,7 @@ def _amendment(rng: ItemRng, kind: str, base: dict, first: int, years: int) -> d
     return a
 
 
-def tax_ledger(rng: ItemRng, *, years: int = 6, amendments: int = 8, corrections: int = 3) -> Generated:
+def tax_ledger(rng: ItemRng, *, years: int = 7, amendments: int = 8, corrections: int = 3) -> Generated:
     """A taxpayer's multi-year case under a tax code with carry-forwards, caps, phase-outs and later amendments."""
     first = rng.randint(2014, 2031)
     base = {"L": rng.randint(6, 20) * 500, "CL": rng.randint(2, 6) * 500, "A0": rng.randint(16, 30) * 500,
@@ -790,13 +791,14 @@ def tax_ledger(rng: ItemRng, *, years: int = 6, amendments: int = 8, corrections
         case[-1]["withheld"] = rng.randint(5, 30) * case[-1]["wages"] // 100 // 10 * 10
     last = first + years - 1
     total = rng.randrange(2) == 1
+    tail = min(years, 4)  # the balance question sums the balances of the last few years
     plain = _tax_years(case, base, [], first)[0]
     if plain[-1]["due"] <= 0 or sum(r["due"] > 0 for r in plain) < 2:  # a zero tax would make a guessable key
         return tax_ledger(rng.fork("again"), years=years, amendments=amendments, corrections=corrections)
 
     def outcome(figures: list[dict], amended: list[dict]) -> tuple[Fraction, int, list[dict]]:
         results, events = _tax_years(figures, base, amended, first)
-        return (sum(r["due"] for r in results) if total else results[-1]["balance"]), events, results
+        return (sum(r["due"] for r in results) if total else sum(r["balance"] for r in results[-tail:])), events, results
 
     # Corrections to the filed figures, each redrawn until using the filed figure instead would change the answer.
     shown = [dict(r) for r in case]
@@ -860,7 +862,8 @@ def tax_ledger(rng: ItemRng, *, years: int = 6, amendments: int = 8, corrections
     if total:
         question = f"What is the total tax due (as defined in §13) over the tax years {first} to {last} together?"
     else:
-        question = f"What is the balance for tax year {last} (tax due minus tax withheld; negative means a refund)?"
+        question = (f"What is the sum of the balances for tax years {last - tail + 1} to {last} (each year's balance "
+                    "is its tax due minus its tax withheld, as defined in §13; a negative sum means a net refund)?")
     pct = lambda x: f"{x}%"  # noqa: E731
     rules = [
         f"§1 Business losses. A business result below $0 is a business loss. Up to {_money(base['L'])} of a year's "
