@@ -730,8 +730,8 @@ def _tax(case: dict, skip_amendments: bool = False) -> dict[int, tuple[Fraction,
                 continue
             if m := re.search(r"from \$[\d,]+ to \$[\d,]+ is (\d+)%\.", text):
                 p["r2"] = int(m[1])
-                if (later := re.search(r"replaced with effect from tax year (\d{4}): from that year on, that rate is "
-                                       r"(\d+)%", text)) and year >= int(later[1]):
+                if (later := re.search(r"The same amendment provides that with effect from tax year (\d{4}) that rate "
+                                       r"is (\d+)% instead", text)) and year >= int(later[1]):
                     p["r2"] = int(later[2])
             elif m := re.search(r"limit on the loss relief in §1 is \$([\d,]+)", text):
                 p["L"] = number(m[1])
@@ -876,7 +876,7 @@ def test_the_test_instances_cover_every_variant_the_solvers_handle():
     assert set().union(*(s["rules"] for s in seatings)) == {"child", "no_ss", "no_sc", "no_aaa", "end"}
     assert {s["together"] for s in seatings} == {True, False}
     amendments = " ".join(a for g in instances("quant-tax-ledger") for a in _tax_case(g.prompt)["amendments"])
-    for phrase in ("§8 for the part", "itself replaced", "loss relief", "limit in §6", "§5 applies",
+    for phrase in ("§8 for the part", "The same amendment provides", "loss relief", "limit in §6", "§5 applies",
                    "green credits carried", "child credit in §9", "capital gains tax rate", "pension deduction",
                    "surcharge in §12", "For tax years", "For tax year 20"):
         assert phrase in amendments, phrase

@@ -557,6 +557,8 @@ def arrangement_count(rng: ItemRng, *, guests: int = 15, groups: int = 3, rules:
                 "right), or by both; so a seating and its mirror image count as one")
         place = (f"{n} chairs are arranged evenly around a round table. Two seatings count as the same if one {same}. "
                  "Two guests sit next to each other when their chairs are adjacent around the table.")
+    if "S" in kinds:
+        lists += ". In the rules below, 'adult' means one of the adults just listed: the seniors do not count as adults"
     prompt = (f"{n} guests are to be seated, one guest per chair. They come in {len(kinds)} groups: {lists}. {place}"
               "\n\nThe seating must satisfy all of the following:\n" + "\n".join(f"- {r}" for r in texts)
               + "\n\nHow many different seatings satisfy every condition?\n\n"
@@ -607,7 +609,7 @@ def _take(pots: list[list], limit: int) -> int:
 
 
 _AMENDMENT_KINDS = ["rate", "relief", "donation", "taper", "green", "child", "capital", "pension", "surcharge"]
-_REPEATABLE_KINDS = ["rate", "relief", "donation", "taper", "capital", "pension", "surcharge"]  # may be superseded
+_REPEATABLE_KINDS = ["rate", "relief", "taper", "capital", "pension", "surcharge"]  # may be superseded
 _LIMITED_KINDS = ["relief", "taper", "capital", "pension", "surcharge"]  # may apply to a limited run of years
 
 
@@ -843,8 +845,18 @@ def tax_ledger(rng: ItemRng, *, years: int = 7, amendments: int = 8, corrections
             kind = next((k for k in fresh if k not in kinds), None) or rng.choice(_REPEATABLE_KINDS)
             if kind in fresh:
                 fresh.remove(kind)
+        new = _amendment(rng, kind, base, first, years)
         at = rng.randint(0, len(chosen))
-        trial = chosen[:at] + [_amendment(rng, kind, base, first, years)] + chosen[at:]
+        if kind in kinds:  # a repeat is enacted later, takes effect earlier and ends inside the earlier one's run:
+            prior = max(i for i, x in enumerate(chosen) if x["kind"] == kind)  # it supersedes it where they overlap
+            old = chosen[prior]
+            stop = (old.get("end") or first + years - 1) - 1
+            if first + 1 < old["year"] <= stop:
+                at = rng.randint(prior + 1, len(chosen))
+                new["year"] = rng.randint(first + 1, old["year"] - 1)
+                new["end"] = rng.randint(old["year"], stop)
+                new.pop("until", None), new.pop("r2_later", None)
+        trial = chosen[:at] + [new] + chosen[at:]
         if (value := outcome(case, trial)[0]) != answer:
             chosen, answer = trial, value
     # Every correction must still matter with all the amendments in place. A case that cannot carry them all is
@@ -852,7 +864,9 @@ def tax_ledger(rng: ItemRng, *, years: int = 7, amendments: int = 8, corrections
     kinds = [x["kind"] for x in chosen]
     filed = lambda i: [dict(r, **({c: o} if y == first + k else {}))  # noqa: E731 (case with fix i undone)
                        for k, r in enumerate(case) for (y, c, _, o) in [fixes[i]]]
+    by_year = sorted(chosen, key=lambda x: x["year"])
     if len(chosen) < amendments or len(kinds) - len(set(kinds)) < min(2, amendments - 1) or \
+            (amendments > 2 and outcome(case, by_year)[0] == answer) or \
             any(outcome(case, chosen[:i] + chosen[i + 1:])[0] == answer for i in range(len(chosen))) or \
             any(outcome(filed(i), chosen)[0] == answer for i in range(len(fixes))):
         return tax_ledger(rng.fork("again"), years=years, amendments=amendments, corrections=corrections)
@@ -914,8 +928,8 @@ def tax_ledger(rng: ItemRng, *, years: int = 7, amendments: int = 8, corrections
             text = (f"With effect from tax year {y}, the rate in §8 for the part of taxable income from "
                     f"{_money(base['b1'])} to {_money(base['b2'])} is {pct(a['r2'])}.")
             if a.get("until"):
-                text += (f" This amendment is itself replaced with effect from tax year {a['until']}: from that "
-                         f"year on, that rate is {pct(a['r2_later'])}.")
+                text += (f" The same amendment provides that with effect from tax year {a['until']} that rate is "
+                         f"{pct(a['r2_later'])} instead.")
         elif kind == "relief":
             text = f"With effect from tax year {y}, the limit on the loss relief in §1 is {_money(a['L'])}."
         elif kind == "donation":
