@@ -188,7 +188,7 @@ class EpisodeEfficiency(BaseModel):
 
     effective_actions: float
     action_level: int
-    token_level: int
+    token_level: int | None  # None: no usage reported (an outside answerer's estimate), so no token credit
     a: float
     t: float
 

@@ -93,6 +93,27 @@ def test_files_answerer_acts_through_tool_calls_on_an_ag_task(tmp_path):
     assert report["tokens"]["model_in"] == 1000 * len(task.reference)  # the answers' own usage, not an estimate
 
 
+def test_an_ag_episode_whose_answers_report_no_usage_is_journalled_with_an_unknown_token_level(tmp_path):
+    suite = load_suite("ag")
+    item = suite.item("recovery-stock-reconcile")
+    task = build_task(suite, item, public_pool(suite.manifest.public_seed))
+
+    def answer(request):  # no usage: tokens are estimated, so the token level is unknown
+        call = task.reference[sum(1 for m in request["messages"] if m["role"] == "assistant")]
+        return {"content": "", "tool_calls": [{"name": call.name, "arguments": call.args}]}
+
+    stop = threading.Event()
+    answer_files(tmp_path / "answers", answer, stop)
+    try:
+        code = esac_run("--suite", "ag", "--model", f"files:{tmp_path / 'answers'}", "--no-cache",
+                        "--reports", str(tmp_path / "r"), "--only", item.id)
+    finally:
+        stop.set()
+    assert code == 0
+    [efficiency] = load_report(run_folder_of(tmp_path / "r"))["efficiency"]
+    assert efficiency["success"] and efficiency["token_level"] is None
+
+
 def test_replay_answerer_scores_precomputed_outputs_keyed_by_prompt_digest(tmp_path):
     suite = load_suite("gi")
     pool = public_pool(suite.manifest.public_seed)
