@@ -486,7 +486,7 @@ def _piece_corrected_amount(ledger: Ledger, centre: str) -> None:
         ledger.roles["corrected_over_limit"] = record.id
     else:
         ledger.approve_on(record, approved, sizes=(abs(record.amount), abs(final)))
-    earlier = sign * ledger.amount()
+    earlier = sign * rng.randint(6, CONTROLLER_LIMITS[0] // 500) * 500  # within every limit
     if rng.randint(0, 1) and earlier not in (record.amount, final):
         ledger.correct(record, "amount", earlier, approved + ledger.days(5, 40))
         ledger.roles["corrected_twice"] = record.id
@@ -529,10 +529,12 @@ def _piece_corrected_date(ledger: Ledger, centre: str) -> None:
         ledger.roles["moved_in"] = record.id
 
 
-def _piece_plain(ledger: Ledger, centre: str) -> None:
-    filed = ledger.early(30)
-    record = ledger.amend(centre, filed, filed + ledger.days(0, 15))
-    ledger.approved(record)
+def _piece_plain(ledger: Ledger, centre: str, last: bool = False) -> None:
+    """A routine approved amendment; `last` files it after every other record of its centre, so it is the one hit
+    on the second page of that centre's search."""
+    filed = ledger.as_of - ledger.days(3, 11) if last else ledger.early(30)
+    record = ledger.amend(centre, filed, filed + ledger.days(0, 2 if last else 15))
+    ledger.approved(record, *((1, 2) if last else (2, 10)))
 
 
 PIECES = (_piece_limit, _piece_late, _piece_rescind, _piece_resubmit, _piece_future, _piece_chain, _piece_single,
@@ -546,9 +548,9 @@ def _draw_records(ledger: Ledger, targets: list[str], others: list[str]) -> None
     pieces = list(PIECES)
     rng.shuffle(pieces)
     first, second, third = targets
-    for piece, centre in zip(pieces, [first] * 4 + [second] * 2 + [third] * 2):
+    for piece, centre in zip(pieces, [first] * 4 + [second] * 2 + [third] * 3, strict=True):
         piece(ledger, centre)
-    _piece_plain(ledger, first)
+    _piece_plain(ledger, first, last=True)
     partner = rng.choice([second, others[0]])
     source, dest = (first, partner) if rng.randint(0, 1) else (partner, first)
     filed = ledger.early(30)
