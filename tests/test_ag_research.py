@@ -44,12 +44,18 @@ def act(episode: Episode, tool_name: str, **args):
     return json.loads(text)
 
 
+def _hit(text: str) -> dict[str, str]:
+    """A search hit 'id (collection, date) title — snippet' as fields."""
+    doc_id, collection, day, title, snippet = re.match(r"(\S+) \((\w+), (\S+)\) (.*?) — (.*)$", text).groups()
+    return {"id": doc_id, "collection": collection, "date": day, "title": title, "snippet": snippet}
+
+
 def pages(episode: Episode, tool_name: str, key: str, first_only: bool = False, **args) -> list:
-    """Every page of a paged tool's rows."""
+    """Every page of a paged tool's rows (search hits as fields)."""
     rows, page, count = [], 1, 1
     while page <= count:
         result = act(episode, tool_name, **args, **({"page": page} if page > 1 else {}))
-        rows += result[key]
+        rows += [_hit(r) for r in result[key]] if key == "hits" else result[key]
         count = 1 if first_only else result["pages"]
         page += 1
     return rows
@@ -172,7 +178,8 @@ def _book_in_force(episode: Episode, as_of: date, book: str) -> dict[str, int]:
         lines = read(episode, hit["id"])
         version = int(re.search(r"version (\d+)", hit["title"]).group(1))
         adopted = re.search(r"adopted .* on (\d{4}-\d\d-\d\d)", lines[1])
-        figures = {m.group(1): _figure(m.group(2)) for m in (re.match(r"(CC-\d+) [^:]+: (.+)$", ln) for ln in lines) if m}
+        rows = (re.match(r"(CC-\d+) [^:]+: (.+)$", ln) for ln in lines)
+        figures = {m.group(1): _figure(m.group(2)) for m in rows if m}
         versions.append((version, adopted and date.fromisoformat(adopted.group(1)), figures))
     if book == "latest":
         return max(versions)[2]
@@ -198,13 +205,13 @@ def _budget_records(episode: Episode, targets: list[str], paging: bool) -> tuple
             lines = read(episode, other)
             body = _fields(lines)
             if other.startswith("APR-"):
-                body["Reviewed by"] = next(ln[len("Reviewed by "):] for ln in lines if ln.startswith("Reviewed by "))
-                decisions.append({"request": body["Request"].split()[0], "decision": body["Decision"].split()[0],
-                                  "decided": date.fromisoformat(body["Decided"]),
-                                  "reviewer": body["Reviewed by"].split(" (")[0]})
+                verdict, day, reviewer = re.search(r"Decision: (\w+).* on (\d{4}-\d\d-\d\d) by (.+?) \(",
+                                                   body["Decision"] and lines[-1]).groups()
+                decisions.append({"request": body["Request"].split()[0], "decision": verdict,
+                                  "decided": date.fromisoformat(day), "reviewer": reviewer})
             elif other.startswith("COR-"):
-                corrections.append({"target": body["Corrects"], "field": body["Field"], "value": body["Corrected value"],
-                                    "filed": date.fromisoformat(hit["date"])})
+                corrections.append({"target": body["Corrects"], "field": body["Field"],
+                                    "value": body["Corrected value"], "filed": date.fromisoformat(hit["date"])})
             elif other.startswith("REV-") and body["Reverses"] == record_id and other not in queue:
                 queue.append(other)
     return records, decisions, corrections
@@ -220,7 +227,7 @@ def solve_budget(generated, *, book="in_force", limits="decision_day", approval=
     episode = Episode(generated, BUDGET)
     targets = list(dict.fromkeys(re.findall(r"CC-\d+", generated.prompt)))
     as_of = date.fromisoformat(re.search(r"close of business on (\d{4}-\d\d-\d\d)", generated.prompt).group(1))
-    for topic in ("search", "records", "rules"):
+    for topic in ("store", "rules"):
         act(episode, "describe_api", topic=topic)
     register = [ln for hit in pages(episode, "search", "hits", query="approval limits", collection="approvals")
                 for ln in read(episode, hit["id"])]
@@ -541,5 +548,5 @@ def test_hostile_input_gives_tool_errors_never_a_crash(item_id):
     assert result["hits"] == [] and result["pages"] == 1
     doc_id = next(iter(episode.env.state["documents"]))
     result = json.loads(episode.act("read_document", {"doc_id": f"  {doc_id.lower()} "})[0])
-    assert result["id"] == doc_id
+    assert result["document"].startswith(f"{doc_id} (")
     assert episode.env.snapshot() == before

@@ -29,7 +29,7 @@ from esac_kit.rng import ItemRng
 
 PAGE_HITS = 5
 PAGE_LINES = 8
-SNIPPET_CHARS = 80
+SNIPPET_CHARS = 56
 MAX_QUERY_CHARS = 200
 STOPWORDS = frozenset("a an and are as at be by did do does for from has have how in is it its of on or that the "
                       "this to was were what when where which who why with".split())
@@ -96,8 +96,8 @@ class DocStore(Environment):
             raise ToolError(f"no topic {topic[:40]!r}; topics: {', '.join(self._api)}")
         return {"topic": topic, "text": self._api[topic]}
 
-    @tool("Search the document store: the documents containing every word of the query (see describe_api "
-          "'search'), oldest first, one page of hits (id, collection, title, date, opening snippet) at a time.",
+    @tool("Search the document store: the documents containing every word of the query, oldest first, one page of "
+          "hits at a time, each as 'id (collection, date) title — opening of the text'.",
           {"query": {"type": "string", "description": "words or ids, e.g. CC-214 or AMD-4821"},
            "collection": {"type": "string", "description": "limit to one collection; empty for all"},
            "page": {"type": "integer", "description": "page of hits, from 1"}}, required=["query"])
@@ -114,13 +114,13 @@ class DocStore(Environment):
         found = [i for i in self._order if (not wanted or docs[i]["collection"] == wanted)
                  and all(w in self._words[i] for w in words)]
         rows, pages = _page_of(found, page, PAGE_HITS)
-        hits = [{"id": i, "collection": docs[i]["collection"], "title": docs[i]["title"], "date": docs[i]["date"],
-                 "snippet": _snippet(docs[i]["lines"])} for i in rows]
+        hits = [f"{i} ({docs[i]['collection']}, {docs[i]['date']}) {docs[i]['title']} — {_snippet(docs[i]['lines'])}"
+                for i in rows]
         return {"query": query, "collection": wanted or "all", "page": page, "pages": pages, "matches": len(found),
                 "hits": hits}
 
-    @tool(f"Read one page of a document by its id: its collection, title and date and up to {PAGE_LINES} lines "
-          f"of its text, with the number of pages.",
+    @tool(f"Read one page of a document by its id: 'id (collection, date) title' and up to {PAGE_LINES} lines of "
+          f"its text, with the number of pages.",
           {"doc_id": {"type": "string", "description": "a document id as search returns it"},
            "page": {"type": "integer", "description": "page of the document, from 1"}}, required=["doc_id"])
     def read_document(self, doc_id: str, page: int = 1) -> Any:
@@ -129,8 +129,8 @@ class DocStore(Environment):
         if doc is None:
             raise ToolError(f"no document {doc_id[:40]!r}; ids come from search")
         lines, pages = _page_of(doc["lines"], page, PAGE_LINES)
-        return {"id": key, "collection": doc["collection"], "title": doc["title"], "date": doc["date"],
-                "page": page, "pages": pages, "lines": lines}
+        return {"document": f"{key} ({doc['collection']}, {doc['date']}) {doc['title']}", "page": page,
+                "pages": pages, "lines": lines}
 
 
 def _snippet(lines: list[str]) -> str:
@@ -156,10 +156,17 @@ def _all_pages(store: DocStore, calls: list[Call], query: str, collection: str =
             args["page"] = page
         calls.append(Call("search", args))
         result = store.search(query, collection, page)
-        hits += result["hits"]
+        hits += [_hit(h) for h in result["hits"]]
         pages = result["pages"]
         page += 1
     return hits
+
+
+def _hit(text: str) -> dict[str, str]:
+    """A search hit's fields, for the reference's own bookkeeping."""
+    head, _ = text.split(" — ", 1)
+    doc_id, collection, day = re.match(r"(\S+) \((\w+), (\S+)\)", head).groups()
+    return {"id": doc_id, "collection": collection, "date": day}
 
 
 def _read_all(store: DocStore, calls: list[Call], doc_id: str) -> list[str]:
@@ -207,21 +214,18 @@ REASONS = ("extra contractor hours", "a delayed supplier invoice", "scope added 
            "a duplicated purchase order", "the office move")
 N_CENTRES = 12
 BUDGET_API = {
-    "search": (
-        "search(query, collection, page) finds the documents that contain every word of the query, in the title or "
-        "the text, ignoring case; an id such as CC-214, AMD-4821 or APR-1234 is one word. Hits come oldest first, "
-        f"{PAGE_HITS} to a page; each shows the document's id, collection, title, date and the opening of its text, "
-        f"which is not the whole record. read_document(doc_id, page) shows a document {PAGE_LINES} lines to a page. "
-        "Collections: budget, changes, approvals, memos."),
-    "records": (
-        "Collections. budget: the fiscal year's budget book, one document per version; its status line says whether "
-        "and when the finance committee adopted it. changes: budget change records: amendments (AMD-, an increase "
-        "or decrease of one cost centre), transfers (TRF-, an amount moved from one cost centre to another), "
-        "reversals (REV-, cancel the record they name) and corrections (COR-, replace one field of the record they "
-        "name). approvals: decisions on amendments, transfers and reversals (APR-: approved, rejected, or "
-        "rescinded, which withdraws an earlier approval); an approval document's date is its decision date. memos: "
-        "status reports, forecasts and e-mails. Reversals, corrections and approvals name the record they act on "
-        "by its id only, not its cost centre."),
+    "store": (
+        "search(query, collection, page) finds the documents containing every word of the query (title or text, "
+        "any case; an id such as CC-214 or AMD-4821 is one word), oldest first, "
+        f"{PAGE_HITS} to a page, each as 'id (collection, date) title — opening of the text'; read_document"
+        f"(doc_id, page) shows {PAGE_LINES} lines a page. Collections. budget: the fiscal year's budget book, one "
+        "document per version, whose status line says whether and when the finance committee adopted it. changes: "
+        "amendments (AMD-, an increase or decrease of one cost centre), transfers (TRF-, an amount moved from one "
+        "cost centre to another), reversals (REV-, cancel the record they name) and corrections (COR-, replace one "
+        "field of the record they name). approvals: decisions on amendments, transfers and reversals (APR-: "
+        "approved, rejected, or rescinded, which withdraws an earlier approval; the document's date is the "
+        "decision's) and the approval limits register. memos: reports and e-mails. Reversals, corrections and "
+        "approvals name the record they act on by its id only, not its cost centre."),
     "rules": (
         "The budget of a cost centre at close of business on a date D. (1) Opening budget: its figure in the budget "
         "book version in force on D, the adopted version with the latest adoption date on or before D (drafts never "
@@ -242,8 +246,8 @@ BUDGET_API = {
 class BudgetStore(DocStore):
     """The finance document store: budget book versions, change records, approvals and memos."""
 
-    @tool("Documentation of the finance document store. Topics: 'search' (how search and reading work), "
-          "'records' (the collections and record types), 'rules' (which records count on a date).",
+    @tool("Documentation of the finance document store. Topics: 'store' (search, reading, the collections and "
+          "record types), 'rules' (which records count on a date).",
           {"topic": {"type": "string", "enum": list(BUDGET_API)}})
     def describe_api(self, topic: str) -> Any:
         return self._describe(topic)
@@ -586,8 +590,9 @@ def _draw_books(ledger: Ledger, ids: list[str], centres: list[str], targets: lis
                else as_of + ledger.days(3, 40), None]
     if in_force == 2 and rng.randint(0, 1):
         adopted[2] = as_of + ledger.days(5, 60)
-    issued = [adopted[0] - ledger.days(5, 15), adopted[1] - ledger.days(5, 25),
-              adopted[2] - ledger.days(5, 20) if adopted[2] else as_of + ledger.days(-30, 20)]
+    issued = [adopted[0] - ledger.days(5, 15), adopted[1] - ledger.days(5, 25)]
+    issued.append(max(issued[1] + ledger.days(3, 20),
+                      adopted[2] - ledger.days(5, 20) if adopted[2] else as_of + ledger.days(-30, 20)))
     return [{"id": ids[k], "version": k + 1, "adopted": adopted[k], "issued": issued[k], "figures": versions[k]}
             for k in range(3)]
 
@@ -648,7 +653,7 @@ def _centre(world: BudgetWorld, centre: str) -> str:
 def _change_lines(world: BudgetWorld, record: Change) -> list[str]:
     """A change record's text: the filing first, so a snippet never shows the figures."""
     symbol = world.symbol
-    lines = [f"Filed {record.filed.isoformat()} by {record.filer} (Finance Operations).", f"Reason: {record.reason}."]
+    lines = [f"Filed {record.filed.isoformat()} by {record.filer}.", f"Reason: {record.reason}."]
     if record.kind == "AMD":
         lines += [f"Cost centre: {_centre(world, record.centre)}",
                   f"Change: {'increase' if record.amount > 0 else 'decrease'} of {_cash(symbol, abs(record.amount))}"]
@@ -657,15 +662,13 @@ def _change_lines(world: BudgetWorld, record: Change) -> list[str]:
                   f"Amount: {_cash(symbol, record.amount)}"]
     else:
         lines.append(f"Reverses: {record.reverses}")
-    return lines + [f"Effective: {record.effective.isoformat()}", "Counts once approved (see the approvals "
-                                                                   "collection)."]
+    return lines + [f"Effective: {record.effective.isoformat()}"]
 
 
 def _budget_documents(world: BudgetWorld, report_day: date) -> dict[str, dict]:
     """Every document of the store: book versions, change records, corrections, approvals and memos."""
     ledger, symbol, docs = world.ledger, world.symbol, {}
-    kinds = {"AMD": ("Budget amendment", "amendment"), "TRF": ("Budget transfer", "transfer"),
-             "REV": ("Reversal", "reversal")}
+    kinds = {"AMD": ("Amendment", "amendment"), "TRF": ("Transfer", "transfer"), "REV": ("Reversal", "reversal")}
     for book in world.books:
         docs[book["id"]] = _book_doc(world, book)
     for record in ledger.changes.values():
@@ -675,17 +678,17 @@ def _budget_documents(world: BudgetWorld, report_day: date) -> dict[str, dict]:
         value = fix.value.isoformat() if fix.field == "effective" else \
             f"{'increase' if fix.value > 0 else 'decrease'} of {_cash(symbol, abs(fix.value))}"
         docs[fix.id] = _doc(fix.id, "changes", f"Correction {fix.id}", fix.filed, [
-            f"Filed {fix.filed.isoformat()} by {fix.filer} ({_title(ledger, fix.filer)}).", f"Corrects: {fix.target}",
+            f"Filed {fix.filed.isoformat()} by {fix.filer}.", f"Corrects: {fix.target}",
             f"Field: {'effective date' if fix.field == 'effective' else 'amount'}", f"Corrected value: {value}",
-            "Reason: keying error in the original record."])
+            "Reason: keying error."])
     for decision in ledger.decisions:
         record = ledger.changes[decision.request]
         verdict = decision.decision + (" (withdraws the earlier approval)" if decision.decision == "rescinded" else "")
-        docs[decision.id] = _doc(decision.id, "approvals", f"Approval decision {decision.id}", decision.decided, [
-            f"Request: {record.id} ({kinds[record.kind][1]})",
-            f"Submitted by {record.filer} on {record.filed.isoformat()}.",
-            f"Reviewed by {decision.reviewer} ({_title(ledger, decision.reviewer)}).", f"Decision: {verdict}",
-            f"Decided: {decision.decided.isoformat()}"])
+        docs[decision.id] = _doc(decision.id, "approvals", f"Approval {decision.id}", decision.decided, [
+            f"Request: {record.id} ({kinds[record.kind][1]}), submitted by {record.filer} on "
+            f"{record.filed.isoformat()}.",
+            f"Decision: {verdict} on {decision.decided.isoformat()} by {decision.reviewer} "
+            f"({_title(ledger, decision.reviewer)})."])
     first, second, director = ledger.reviewers
     register, raised = ledger.new_id("REG"), ledger.raise_day
     docs[register] = _doc(register, "approvals", "Approval limits register", raised - ledger.days(5, 20), [
@@ -830,7 +833,7 @@ OPS_API = {
         "search(query, collection, page) finds the documents that contain every word of the query, in the title or "
         "the text, ignoring case; an id such as INC-4821 or CHG-50211 and a service or host name such as "
         "payments-2.fra are one word. Hits come oldest first, "
-        f"{PAGE_HITS} to a page, each with id, collection, title, date and the opening of the text. "
+        f"{PAGE_HITS} to a page, each as 'id (collection, date) title — opening of the text'. "
         f"read_document(doc_id, page) shows a document {PAGE_LINES} lines to a page. Collections: tickets (incident "
         "and helpdesk tickets), partner (partner desk exports), chat (chat exports), changes (change records), "
         "runbooks, postmortems."),
@@ -844,15 +847,15 @@ OPS_API = {
         "them all."),
     "dossier": (
         "Dossier definitions. (1) The incident window starts at the time the incident ticket states; ERROR lines "
-        "from before that moment (in UTC) are unrelated. (2) The failure path is the edge service named in the incident ticket and "
-        "every service it depends on, directly or through others; a service off the path cannot cause the edge's "
-        "failures. (3) origin: the service on the failure path whose earliest ERROR line in the window is the "
-        "earliest of all in UTC. (4) root_cause: the last change to the origin service completed before the "
-        "origin's earliest error in the window; a cancelled change did not run. (5) impact_start: the UTC time of "
-        "the edge service's earliest ERROR line in the window. (6) detected: the first alert that fired (FIRING) at or after the "
-        "origin's earliest error, on the origin or on a service that depends on it directly or through others, in "
-        "UTC. (7) first_report: the customer ticket linked to the incident that was created first, in the helpdesk "
-        "or in the partner desk export. Times are to the second."),
+        "from before that moment (in UTC) are unrelated. (2) The failure path is the edge service named in the "
+        "incident ticket and every service it depends on, directly or through others; a service off the path "
+        "cannot cause the edge's failures. (3) origin: the service on the failure path whose earliest ERROR line in "
+        "the window is the earliest of all in UTC. (4) root_cause: the last change to the origin service completed "
+        "before the origin's earliest error in the window; a cancelled change did not run. (5) impact_start: the "
+        "UTC time of the edge service's earliest ERROR line in the window. (6) detected: the first alert that fired "
+        "(FIRING) at or after the origin's earliest error, on the origin or on a service that depends on it "
+        "directly or through others, in UTC. (7) first_report: the customer ticket linked to the incident that was "
+        "created first, in the helpdesk or in the partner desk export. Times are to the second."),
 }
 LOG_LEVELS = ("ERROR", "WARN", "INFO", "ALL")
 SERVICE_PAGE = 6
@@ -1059,8 +1062,8 @@ def _ops_logs(rng: ItemRng, world: OpsWorld) -> None:
     burst(dep, services[dep]["hosts"][0], t["dep"], t["dep"] + timedelta(seconds=rng.randint(180, 360)),
           fault[2].format(host=origin_host), (20, 60))
     api = world.ids["api"]
-    burst(api, services[api]["hosts"][0], t["api"], stop + timedelta(seconds=20), "request failed: an upstream dependency returned 503",
-          (20, 60))
+    burst(api, services[api]["hosts"][0], t["api"], stop + timedelta(seconds=20),
+          "request failed: an upstream dependency returned 503", (20, 60))
     for key in ("edge_first", "edge_second"):
         burst(world.edge, world.ids[key], t[key], stop + timedelta(seconds=30), f"502 from {api} for POST /checkout",
               (20, 60))
@@ -1132,7 +1135,8 @@ def _ops_chat(rng: ItemRng, world: OpsWorld) -> None:
     alert(flapped, "FIRING", flap, "latency-p99")
     alert(flapped + secs(60, 180), "RESOLVED", flap, "latency-p99")
     at(flapped + secs(200, 300), people[1], f"{flap} latency blip cleared by itself")
-    at(t["batch"] - secs(120, 600), people[2], f"{ids['batch_change']} is live on {world.batch}; heavy report run today")
+    at(t["batch"] - secs(120, 600), people[2],
+       f"{ids['batch_change']} is live on {world.batch}; heavy report run today")
     alert(t["origin"] - secs(30, 120), "FIRING", world.batch, "cpu-high")
     detected = t["origin"] + secs(40, 150)
     alert(detected, "FIRING", first, "error-rate")
