@@ -1299,18 +1299,18 @@ def _ops_documents(world: OpsWorld) -> dict[str, dict]:
     return dict(sorted(docs.items()))
 
 
-DOSSIER_FIELDS = (("origin", "origin", "names the origin service"),
-                  ("root_cause", r"root[ _]cause", "names the root-cause change"),
-                  ("impact_start", r"impact[ _]start", "gives the impact start in UTC to the second"),
-                  ("detected", "detected", "gives the detection time in UTC to the second"),
-                  ("first_report", r"first[ _]report", "names the first customer report"))
+DOSSIER_FIELDS = (("origin", "origin", "names {inc}'s origin service"),
+                  ("root_cause", r"root[ _]cause", "names {inc}'s root-cause change"),
+                  ("impact_start", r"impact[ _]start", "gives {inc}'s impact start in UTC, to the second"),
+                  ("detected", "detected", "gives {inc}'s detection time in UTC, to the second"),
+                  ("first_report", r"first[ _]report", "names {inc}'s first customer report"))
 
 
 def incident_dossier(rng: ItemRng) -> AgTask:
     """An incident's origin, root cause, impact start, detection and first report from logs, tickets and chat."""
     world = _ops_world(rng)
     reference = _ops_reference(world)
-    checks = tuple(Check(key, f"{text} of {world.incident}") for key, _, text in DOSSIER_FIELDS)
+    checks = tuple(Check(key, text.format(inc=world.incident)) for key, _, text in DOSSIER_FIELDS)
     return AgTask(prompt=_ops_prompt(world), make_env=lambda: _ops_store(world), checks=checks,
                   evaluate=lambda env, answer: _check_dossier(world, answer), reference=reference,
                   wasteful=_wasteful(reference, (3, 9, 20)))
