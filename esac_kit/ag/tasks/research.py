@@ -1,25 +1,36 @@
-"""Information gathering: search and read a seeded document archive, resolve entities across documents past
-drafts, corrections, near-duplicate names and distractors, and submit the exact values combined."""
+"""Information gathering (ESAC-AG 2.0): long research over seeded document stores whose facts are found only by
+exploring (search returns snippets, documents are paged, records name each other by id), with superseded versions,
+later corrections and "as of" rules stated in the store's own documentation, ending in an answer whose exact fields
+the checks compare with the generator's own evaluation; a partial answer fails.
+
+* research-budget-as-of: the budgets of three cost centres at close of business on a date, from a budget book with
+  superseded and draft versions, amendments and transfers that count only when approved as of that date (approval
+  records in another collection: rejections and re-submissions, rescissions, approvals that came too late),
+  reversals that are themselves reversed, and corrections that replace a record's amount or effective date.
+* research-incident-dossier: an incident's origin service, root-cause change, impact start, detection time and
+  first customer report, reconstructed from host logs written in local time with clock errors (a runbook with a
+  superseded revision and an erratum), change records, a war-room chat export in its exporter's zone, helpdesk
+  tickets and a partner desk export, past a correlated but non-causal alert, an alert that flapped before the
+  incident and a dependency whose errors look first until the clocks are corrected.
+"""
 
 from __future__ import annotations
 
 import copy
-import datetime as dt
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
 from typing import Any
 
-from esac_kit.ag.answers import money, scaled_amounts
+from esac_kit.ag.answers import distinct_ints, money, scaled_amounts
 from esac_kit.ag.env import Environment, ToolError, tool
 from esac_kit.ag.task import AgTask, Call, Check
 from esac_kit.rng import ItemRng
 
-HITS_PER_QUERY = 6
-SNIPPET_CHARS = 110
+PAGE_HITS = 5
+PAGE_LINES = 8
+SNIPPET_CHARS = 56
 MAX_QUERY_CHARS = 200
-MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
-          "November", "December")
 STOPWORDS = frozenset("a an and are as at be by did do does for from has have how in is it its of on or that the "
                       "this to was were what when where which who why with".split())
 FIRST_NAMES = ("Amara", "Bruno", "Chen", "Dana", "Elif", "Farid", "Greta", "Hugo", "Ines", "Jonas", "Kavya", "Liam",
@@ -29,67 +40,15 @@ SURNAMES = ("Lindqvist", "Okafor", "Haddad", "Moreau", "Nakamura", "Brennan", "C
             "Fontaine", "Gallagher", "Horvath", "Iqbal", "Jansen", "Kowalski", "Laurent", "Mbeki", "Novak", "Ortega",
             "Petrov", "Quinn", "Rossi", "Sandoval", "Takahashi", "Umarov", "Varga", "Whitfield", "Yilmaz", "Zeller",
             "Achterberg")
-CURRENCIES = ("$", "€", "£")
+_TOKEN = re.compile(r"[a-z0-9]+(?:[-_.][a-z0-9]+)*")
 
 
-# ---------------------------------------------------------------------------------------------- the archive
-
-
-class Archive(Environment):
-    """A read-only document archive: keyword search with a few hits per query, and full reads by id."""
-
-    def __init__(self, documents: dict[str, dict]):
-        super().__init__()
-        self.state = {"documents": copy.deepcopy(documents)}
-        self._terms = {doc_id: (_terms(doc["title"]), _terms(doc["body"])) for doc_id, doc in documents.items()}
-
-    @tool(f"Keyword search over the document archive (memos, reports, emails, wiki pages, work orders). Matches "
-          f"documents containing any of the query's words (case-insensitive; ids such as INC-1234 count as "
-          f"words); documents matching more of the words, or matching them in the title, rank first, then newer "
-          f"ones. Returns at most {HITS_PER_QUERY} hits (id, kind, title, date, opening snippet) and the total "
-          f"number of matching documents: if there are more matches than hits, use more specific words. "
-          f"Snippets are not the full text: read a document to see its content and status.",
-          {"query": {"type": "string", "description": "keywords, e.g. a name, an id or a topic"}})
-    def search(self, query: str):
-        if len(query) > MAX_QUERY_CHARS:
-            raise ToolError(f"query too long ({len(query)} characters; at most {MAX_QUERY_CHARS})")
-        wanted = _terms(query)
-        if not wanted:
-            raise ToolError("the query has no searchable words")
-        scored = []
-        for doc_id, (title_terms, body_terms) in self._terms.items():
-            score = sum(3 if term in title_terms else 1 if term in body_terms else 0 for term in wanted)
-            if score:
-                scored.append((-score, _negated_date(self.state["documents"][doc_id]["date"]), doc_id))
-        scored.sort()
-        hits = []
-        for _, _, doc_id in scored[:HITS_PER_QUERY]:
-            doc = self.state["documents"][doc_id]
-            hits.append({"id": doc_id, "kind": doc["kind"], "title": doc["title"], "date": doc["date"],
-                         "snippet": _snippet(doc["body"])})
-        return {"query": query, "total_matches": len(scored), "hits": hits}
-
-    @tool("Read one document in full by its id (as returned by search, e.g. DOC-1234): kind, title, date, author, "
-          "status (final or draft) and the whole text.",
-          {"doc_id": {"type": "string", "description": "the document id, e.g. DOC-1234"}})
-    def read_document(self, doc_id: str):
-        key = doc_id.strip().upper()
-        if key not in self.state["documents"]:
-            raise ToolError(f"no document with id {doc_id[:40]!r}; ids look like DOC-1234 and come from search")
-        return dict(self.state["documents"][key])
-
-
-def _terms(text: str) -> set[str]:
-    """The searchable words of a text: hyphenated tokens whole and in parts, lower case, crudely singular."""
-    terms = set()
-    for token in re.findall(r"[a-z0-9]+(?:-[a-z0-9]+)*", text.lower()):
-        for word in {token, *token.split("-")}:
-            if len(word) >= 2 and word not in STOPWORDS:
-                terms.add(_singular(word))
-    return terms
+# ---------------------------------------------------------------------------------------------- the store
 
 
 def _singular(word: str) -> str:
+    if not word.isalpha():
+        return word
     if len(word) > 4 and word.endswith("ies"):
         return word[:-3] + "y"
     if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
@@ -97,58 +56,90 @@ def _singular(word: str) -> str:
     return word
 
 
-def _negated_date(iso: str) -> int:
-    return -dt.date.fromisoformat(iso).toordinal()
+def _doc_words(text: str) -> set[str]:
+    """A document's searchable words: every token whole and, for ids and host names, in its parts."""
+    words = set()
+    for token in _TOKEN.findall(text.lower()):
+        for word in {token, *re.split(r"[-_.]", token)}:
+            if word and word not in STOPWORDS:
+                words.add(_singular(word))
+    return words
 
 
-def _snippet(body: str) -> str:
-    first = " ".join(body.split())
-    return first if len(first) <= SNIPPET_CHARS else first[:SNIPPET_CHARS].rsplit(" ", 1)[0] + " …"
+def _query_words(text: str) -> list[str]:
+    """A query's words: whole tokens (an id such as AMD-1234 is one word), stopwords dropped."""
+    return list(dict.fromkeys(_singular(t) for t in _TOKEN.findall(text.lower()) if t not in STOPWORDS))
 
 
-# ------------------------------------------------------------------------------------------- building blocks
+def _page_of(rows: list[Any], page: int, size: int) -> tuple[list[Any], int]:
+    pages = max(1, -(-len(rows) // size))
+    if not 1 <= page <= pages:
+        raise ToolError(f"page must be between 1 and {pages}")
+    return rows[(page - 1) * size:page * size], pages
 
 
-@dataclass
-class Doc:
-    """One archive document before it gets its id."""
+class DocStore(Environment):
+    """A read-only document store: every-word search with paged snippet hits, and paged reads by id.
 
-    kind: str
-    title: str
-    date: dt.date
-    author: str
-    body: str
-    status: str = "final"
+    A document is {id, collection, title, date, lines}; hits come oldest first (date, then id)."""
+
+    def __init__(self, documents: dict[str, dict], api_docs: dict[str, str], extra: dict[str, Any] | None = None):
+        super().__init__()
+        self.state = {"documents": copy.deepcopy(documents), **copy.deepcopy(extra or {})}
+        self._api = api_docs
+        self._words = {i: _doc_words(d["title"] + "\n" + "\n".join(d["lines"])) for i, d in documents.items()}
+        self._order = sorted(documents, key=lambda i: (documents[i]["date"], i))
+        self._collections = sorted({d["collection"] for d in documents.values()})
+
+    def _describe(self, topic: str) -> Any:
+        if topic not in self._api:
+            raise ToolError(f"no topic {topic[:40]!r}; topics: {', '.join(self._api)}")
+        return {"topic": topic, "text": self._api[topic]}
+
+    @tool("Search the document store: the documents containing every word of the query, oldest first, one page of "
+          "hits at a time, each as 'id (collection, date) title — opening of the text'.",
+          {"query": {"type": "string", "description": "words or ids, e.g. CC-214 or AMD-4821"},
+           "collection": {"type": "string", "description": "limit to one collection; empty for all"},
+           "page": {"type": "integer", "description": "page of hits, from 1"}}, required=["query"])
+    def search(self, query: str, collection: str = "", page: int = 1) -> Any:
+        if len(query) > MAX_QUERY_CHARS:
+            raise ToolError(f"query too long ({len(query)} characters; at most {MAX_QUERY_CHARS})")
+        words = _query_words(query)
+        if not words:
+            raise ToolError("the query has no searchable words")
+        wanted = collection.strip().lower()
+        if wanted and wanted not in self._collections:
+            raise ToolError(f"no collection {collection[:40]!r}; collections: {', '.join(self._collections)}")
+        docs = self.state["documents"]
+        found = [i for i in self._order if (not wanted or docs[i]["collection"] == wanted)
+                 and all(w in self._words[i] for w in words)]
+        rows, pages = _page_of(found, page, PAGE_HITS)
+        hits = [f"{i} ({docs[i]['collection']}, {docs[i]['date']}) {docs[i]['title']} — {_snippet(docs[i]['lines'])}"
+                for i in rows]
+        return {"query": query, "collection": wanted or "all", "page": page, "pages": pages, "matches": len(found),
+                "hits": hits}
+
+    @tool(f"Read one page of a document by its id: 'id (collection, date) title' and up to {PAGE_LINES} lines of "
+          f"its text, with the number of pages.",
+          {"doc_id": {"type": "string", "description": "a document id as search returns it"},
+           "page": {"type": "integer", "description": "page of the document, from 1"}}, required=["doc_id"])
+    def read_document(self, doc_id: str, page: int = 1) -> Any:
+        key = doc_id.strip().upper()
+        doc = self.state["documents"].get(key)
+        if doc is None:
+            raise ToolError(f"no document {doc_id[:40]!r}; ids come from search")
+        lines, pages = _page_of(doc["lines"], page, PAGE_LINES)
+        return {"document": f"{key} ({doc['collection']}, {doc['date']}) {doc['title']}", "page": page,
+                "pages": pages, "lines": lines}
 
 
-def _file(rng: ItemRng, docs: dict[str, Doc]) -> tuple[dict[str, dict], dict[str, str]]:
-    """Give every document a random id; return the archive (id -> record) and role -> id."""
-    roles = list(docs)
-    numbers = rng.sample(range(1000, 10000), len(roles))
-    ids = {role: f"DOC-{number}" for role, number in zip(roles, numbers)}
-    archive = {}
-    for role in sorted(roles, key=lambda r: ids[r]):
-        doc = docs[role]
-        archive[ids[role]] = {"id": ids[role], "kind": doc.kind, "title": doc.title, "date": doc.date.isoformat(),
-                              "author": doc.author, "status": doc.status, "body": doc.body}
-    return archive, ids
+def _snippet(lines: list[str]) -> str:
+    text = " | ".join(lines)
+    return text if len(text) <= SNIPPET_CHARS else text[:SNIPPET_CHARS].rsplit(" ", 1)[0] + " ..."
 
 
-def _filed_archive(rng: ItemRng, draw_facts: Callable, doc_groups: tuple[Callable, ...]
-                   ) -> tuple[Any, dict[str, dict], dict[str, str]]:
-    """Draw an instance's facts from its names, numbers and dates streams, write its documents group by group
-    from them, and file them: returns the facts, the archive and role -> document id."""
-    names, numbers, dates = rng.fork("names"), rng.fork("numbers"), rng.fork("dates")
-    facts = draw_facts(names, numbers, dates)
-    docs: dict[str, Doc] = {}
-    for group in doc_groups:
-        docs.update(group(facts, numbers, dates))
-    archive, ids = _file(rng.fork("ids"), docs)
-    return facts, archive, ids
-
-
-def _day(d: dt.date) -> str:
-    return f"{d.day} {MONTHS[d.month - 1]} {d.year}"
+def _doc(doc_id: str, collection: str, title: str, day: date, lines: list[str]) -> dict[str, Any]:
+    return {"id": doc_id, "collection": collection, "title": title, "date": day.isoformat(), "lines": lines}
 
 
 def _people(rng: ItemRng, n: int) -> list[str]:
@@ -156,51 +147,38 @@ def _people(rng: ItemRng, n: int) -> list[str]:
     return [f"{f} {s}" for f, s in zip(rng.sample(FIRST_NAMES, n), rng.sample(SURNAMES, n))]
 
 
-def _later(rng: ItemRng, d: dt.date, low: int, high: int) -> dt.date:
-    return d + dt.timedelta(days=rng.randint(low, high))
+def _all_pages(store: DocStore, calls: list[Call], query: str, collection: str = "") -> list[dict]:
+    """The reference's search: every page of hits, each page one call."""
+    hits, page, pages = [], 1, 1
+    while page <= pages:
+        args: dict[str, Any] = {"query": query, **({"collection": collection} if collection else {})}
+        if page > 1:
+            args["page"] = page
+        calls.append(Call("search", args))
+        result = store.search(query, collection, page)
+        hits += [_hit(h) for h in result["hits"]]
+        pages = result["pages"]
+        page += 1
+    return hits
 
 
-# ------------------------------------------------------------------------------------------- answer parsing
-
-def _labelled(answer: str, label: str, has_value: Callable[[str], bool]) -> str | None:
-    """The text after the last `label:` that holds a value, up to the next `;` or line end; None if none does."""
-    segments = [re.split(r"[;\n]", answer[m.end():], maxsplit=1)[0]
-                for m in re.finditer(rf"\b{label}\s*[:=]", answer, re.IGNORECASE)]
-    segments = [s for s in segments if has_value(s)]
-    return segments[-1] if segments else None
+def _hit(text: str) -> dict[str, str]:
+    """A search hit's fields, for the reference's own bookkeeping."""
+    head, _ = text.split(" — ", 1)
+    doc_id, collection, day = re.match(r"(\S+) \((\w+), (\S+)\)", head).groups()
+    return {"id": doc_id, "collection": collection, "date": day}
 
 
-def _first_name(text: str, names: list[str]) -> str | None:
-    """The name of `names` mentioned first in the text (case and spacing ignored)."""
-    flat = " ".join(text.lower().split())
-    positions = []
-    for name in names:
-        match = re.search(rf"(?<!\w){re.escape(name.lower())}(?!\w)", flat)
-        if match:
-            positions.append((match.start(), name))
-    return min(positions)[1] if positions else None
-
-
-def name_matches(answer: str | None, label: str, truth: str, names: list[str]) -> bool:
-    """The labelled name is `truth` (the first known name after `label:`); unlabelled, `truth` is the only one."""
-    if not answer:
-        return False
-    segment = _labelled(answer, label, lambda s: _first_name(s, names) is not None)
-    if segment is not None:
-        return _first_name(segment, names) == truth
-    mentioned = {n for n in names if _first_name(answer, [n])}
-    return mentioned == {truth}
-
-
-def amount_matches(answer: str | None, label: str, truth: int, traps: set[int]) -> bool:
-    """The labelled figure is `truth` (the first after `label:`); unlabelled, `truth` appears and no trap does."""
-    if not answer:
-        return False
-    segment = _labelled(answer, label, lambda s: bool(scaled_amounts(s)))
-    if segment is not None:
-        return abs(scaled_amounts(segment)[0] - truth) < 0.5
-    values = scaled_amounts(answer)
-    return any(abs(v - truth) < 0.5 for v in values) and not any(abs(v - t) < 0.5 for v in values for t in traps)
+def _read_all(store: DocStore, calls: list[Call], doc_id: str) -> list[str]:
+    """The reference's read: every page of a document, each page one call."""
+    lines, page, pages = [], 1, 1
+    while page <= pages:
+        calls.append(Call("read_document", {"doc_id": doc_id} if page == 1 else {"doc_id": doc_id, "page": page}))
+        result = store.read_document(doc_id, page)
+        lines += result["lines"]
+        pages = result["pages"]
+        page += 1
+    return lines
 
 
 def _wasteful(reference: tuple[Call, ...], repeats: tuple[int, ...]) -> tuple[Call, ...]:
@@ -213,770 +191,1203 @@ def _wasteful(reference: tuple[Call, ...], repeats: tuple[int, ...]) -> tuple[Ca
     return tuple(calls)
 
 
-# ------------------------------------------------------------------------------- task 1: the incident dossier
-
-SITES = ("Harwick", "Dunmore", "Ellesby", "Corran", "Ashgrove", "Bramley", "Calder", "Fenmoor", "Glenrith", "Kelso",
-         "Lowther", "Marsden", "Norbury", "Penrose", "Redmire", "Stanway", "Thornbury", "Wexcombe")
-COMPONENTS = (("chilled-water pump controller", "cooling"), ("UPS battery module", "power"),
-              ("static transfer switch", "power"), ("CRAC fan assembly", "cooling"),
-              ("busway tap-off unit", "power"), ("core switch line card", "network"),
-              ("generator fuel pump", "power"), ("humidifier control board", "cooling"))
-SUPPLIER_FIRST = ("Kestrel", "Altmark", "Brightwater", "Corvane", "Delmont", "Eastgate", "Fenwick", "Granite",
-                  "Halden", "Ironbridge", "Larchmont", "Meridian", "Northfield", "Pennant", "Quayside", "Redfern")
-SUPPLIER_SECOND = ("Fluidics", "Hydraulics", "Power Systems", "Electrical", "Controls", "Components", "Technologies",
-                   "Engineering", "Industrial", "Supply")
-HALLS = ("Hall A", "Hall B", "Hall C", "Hall D", "Hall E")
+def _segments(answer: str, label: str) -> list[str]:
+    """The text after each match of the regex `label` (then an optional parenthesis, then : or =) up to the next
+    `;` or line end."""
+    return [re.split(r"[;\n]", answer[m.end():], maxsplit=1)[0]
+            for m in re.finditer(rf"(?<![\w-]){label}\s*(?:\([^)]*\))?\s*[:=]", answer, re.IGNORECASE)]
 
 
-@dataclass(frozen=True)
-class OutageFacts:
-    """What the dossier's documents are written from: the cast, the ids, the dates and the cost figures."""
+# ------------------------------------------------------------------------------- task 1: budgets as of a date
 
-    company: str
-    site: str
-    near_site: str
-    other_sites: list[str]
-    components: list[tuple[str, str]]
-    supplier_old: str
-    supplier_old_twin: str
-    supplier_new: str
-    supplier_new_twin: str
-    supplier_x: str
-    supplier_y: str
-    suppliers: list[str]
-    engineer: str
-    finance: str
-    reviewer: str
-    technician: str
-    planner: str
-    analyst: str
-    manager: str
-    buyer: str
-    symbol: str
+CENTRE_NAMES = ("Field Operations", "Customer Care", "Data Platform", "Facilities", "Legal Affairs", "Marketing",
+                "Procurement", "Research", "Security", "Training", "Logistics", "Quality Assurance", "Treasury",
+                "Fleet", "Payroll", "Internal Audit")
+FIN_COMPANIES = ("Norrland Data Services", "Blue Fjord Hosting", "Castlegate Cloud", "Veridian Colo",
+                 "Harrow & Vale Logistics", "Tamsin Biotech")
+CURRENCIES = ("USD", "EUR", "GBP", "CHF")
+CONTROLLER_LIMITS = (20_000, 45_000, 30_000)  # the first controller's limit before and after its raise; the other's
+DIRECTOR_LIMIT = 100_000
+REASONS = ("extra contractor hours", "a delayed supplier invoice", "scope added by the steering group",
+           "a hiring freeze", "lower travel spend", "new licence costs", "a revised headcount plan",
+           "the consolidated training calendar", "equipment brought forward", "a vendor rebate",
+           "a duplicated purchase order", "the office move")
+N_CENTRES = 12
+BUDGET_API = {
+    "store": (
+        "search(query, collection, page) finds the documents containing every word of the query (title or text, "
+        "any case; an id such as CC-214 or AMD-4821 is one word), oldest first, "
+        f"{PAGE_HITS} to a page, each as 'id (collection, date) title — opening of the text'; read_document"
+        f"(doc_id, page) shows {PAGE_LINES} lines a page. Collections. budget: the fiscal year's budget book, one "
+        "document per version, whose status line says whether and when the finance committee adopted it. changes: "
+        "amendments (AMD-, an increase or decrease of one cost centre), transfers (TRF-, an amount moved from one "
+        "cost centre to another), reversals (REV-, cancel the record they name) and corrections (COR-, replace one "
+        "field of the record they name). approvals: decisions on amendments, transfers and reversals (APR-: "
+        "approved, rejected, or rescinded, which withdraws an earlier approval; the document's date is the "
+        "decision's) and the approval limits register. memos: reports and e-mails. Reversals, corrections and "
+        "approvals name the record they act on by its id only, not its cost centre."),
+    "rules": (
+        "The budget of a cost centre at close of business on a date D. (1) Opening budget: its figure in the budget "
+        "book version in force on D, the adopted version with the latest adoption date on or before D (drafts never "
+        "count; each version lists every cost centre in full). (2) An amendment, transfer or reversal counts on D "
+        "only if its effective date is on or before D and it is approved on D: ignoring approvals beyond their "
+        "reviewer's limit, the latest decision on it dated on or before D is 'approved'. An approval of an "
+        "amendment or transfer is within the limit when the record's amount (after corrections) is at most its "
+        "reviewer's limit on the decision date, per the approval limits register (approvals collection); "
+        "reversals, rejections and rescissions have no limit. (3) A counted amendment adds its increase or "
+        "subtracts its decrease; a counted transfer moves its amount from the source to the destination. (4) A "
+        "counted reversal cancels the record it names; a reversal cancelled by another counted reversal cancels "
+        "nothing. (5) A correction replaces the field it names (amount or effective date) of the record it "
+        "corrects from the start, whatever its own date; of several corrections of one field, the latest-dated "
+        "applies. Corrections need no approval. (6) Memos, reports and e-mails never change a budget."),
+}
+
+
+class BudgetStore(DocStore):
+    """The finance document store: budget book versions, change records, approvals and memos."""
+
+    @tool("Documentation of the finance document store. Topics: 'store' (search, reading, the collections and "
+          "record types), 'rules' (which records count on a date).",
+          {"topic": {"type": "string", "enum": list(BUDGET_API)}})
+    def describe_api(self, topic: str) -> Any:
+        return self._describe(topic)
+
+
+@dataclass
+class Change:
+    """An amendment (AMD), transfer (TRF) or reversal (REV) as filed."""
+
+    id: str
+    kind: str
+    filed: date
+    effective: date
+    filer: str
+    reason: str
+    amount: int = 0  # AMD: the signed change; TRF: the amount moved
+    centre: str = ""  # AMD
+    source: str = ""  # TRF
+    dest: str = ""  # TRF
+    reverses: str = ""  # REV
+
+
+@dataclass
+class Correction:
+    id: str
     target: str
-    near_target: str
-    earlier: str
-    filler_incidents: list[str]
-    wo_target: str
-    wo_suspect: str
-    wo_others: list[str]
-    part_target: str
-    part_twin: str
-    part_suspect: str
-    other_parts: list[str]
-    component: str
-    system: str
-    suspect_component: str
-    hall: str
-    suspect_hall: str
-    outage: dt.date
-    fitted: dt.date
-    switch: dt.date
-    notice_date: dt.date
-    catalogue_date: dt.date
-    suspect_fitted: dt.date
-    review_date: dt.date
-    cost_date: dt.date
-    correction_date: dt.date
-    draft_date: dt.date
-    earlier_outage: dt.date
-    revenue: int
-    credits: int
-    repair: int
-    overtime: int
-    corrected_credits: int
-    initial: int
-    corrected: int
-    insured_net: int
-    near_cost: int
-    earlier_cost: int
-    traps: set[int]
-    supplier: str
-
-    def cost_memo(self, incident: str, where: str, when: dt.date, total: int, lines: tuple[int, ...]) -> str:
-        """Finance's cost memo of an outage, line by line."""
-        symbol, finance = self.symbol, self.finance
-        return (f"Finance estimate of the total cost of {incident}, the outage at the {where} facility on "
-                f"{_day(when)}.\nLost revenue: {money(symbol, lines[0])}\nSLA credits: {money(symbol, lines[1])}\n"
-                f"Emergency repair and parts: {money(symbol, lines[2])}\nStaff overtime: {money(symbol, lines[3])}\n"
-                f"Total cost of the outage: {money(symbol, total)}\nQueries to {finance}.")
+    field: str  # amount | effective
+    value: Any
+    filed: date
+    filer: str
 
 
-def _cost_lines(total: int) -> tuple[int, ...]:
-    """An outage cost split into revenue, credits, repair and overtime lines."""
-    a, b = total * 11 // 20 // 500 * 500, total * 5 // 20 // 500 * 500
-    c = total * 3 // 20 // 500 * 500
-    return a, b, c, total - a - b - c
+@dataclass
+class Decision:
+    id: str
+    request: str
+    decision: str  # approved | rejected | rescinded
+    decided: date
+    reviewer: str
 
 
-def _outage_facts(names: ItemRng, numbers: ItemRng, dates: ItemRng) -> OutageFacts:
-    """The outage's cast, ids, dates and costs, drawn from their own streams."""
-    company = names.choice(("Norrland Data Services", "Blue Fjord Hosting", "Castlegate Cloud", "Veridian Colo"))
-    sites = names.sample(SITES, 7)
-    site, near_site, other_sites = sites[0], f"{sites[0]} North", sites[1:]
-    components = names.sample(COMPONENTS, 7)
-    firsts, seconds = names.sample(SUPPLIER_FIRST, 4), names.sample(SUPPLIER_SECOND, 8)
-    supplier_old, supplier_old_twin = f"{firsts[0]} {seconds[0]}", f"{firsts[0]} {seconds[1]}"
-    supplier_new, supplier_new_twin = f"{firsts[1]} {seconds[2]}", f"{firsts[1]} {seconds[3]}"
-    supplier_x, supplier_y = f"{firsts[2]} {seconds[4]}", f"{firsts[3]} {seconds[5]}"
-    suppliers = [supplier_old, supplier_old_twin, supplier_new, supplier_new_twin, supplier_x, supplier_y]
-    staff = _people(names, 8)
-    engineer, finance, reviewer, technician, planner, analyst, manager, buyer = staff
-    symbol = numbers.choice(CURRENCIES)
-    fitted_after_switch = numbers.randint(0, 1) == 1  # which way the sourcing-change trap bites
+@dataclass
+class Ledger:
+    """The records of one instance as the generator draws them, and the roles the traps play."""
 
-    incident_numbers = numbers.sample(range(2000, 9000, 2), 6)  # even, so the +1 look-alike is never taken
-    target = f"INC-{incident_numbers[0]}"
-    near_target = f"INC-{incident_numbers[0] + 1}"  # the same-day outage at the near-named site
-    earlier, *filler_incidents = (f"INC-{n}" for n in incident_numbers[1:])
-    wo_numbers = numbers.sample(range(41000, 69000, 7), 11)
-    wo_target, wo_suspect = f"WO-{wo_numbers[0]}", f"WO-{wo_numbers[0] + 3}"
-    wo_others = [f"WO-{n}" for n in wo_numbers[1:]]
-    part_digits = numbers.sample(range(1100, 9900), 8)
-    letters = numbers.sample("ABCDEFGHJK", 2)
-    part_target, part_twin = f"PN-{part_digits[0]}-{letters[0]}", f"PN-{part_digits[0]}-{letters[1]}"
-    part_suspect = f"PN-{part_digits[1]}-{numbers.choice('ABCDEFGHJK')}"
-    other_parts = [f"PN-{d}-{numbers.choice('ABCDEFGHJK')}" for d in part_digits[2:]]
+    rng: ItemRng
+    as_of: date
+    people: list[str]
+    numbers: list[int]
+    raise_day: date
+    changes: dict[str, Change] = field(default_factory=dict)
+    corrections: list[Correction] = field(default_factory=list)
+    decisions: list[Decision] = field(default_factory=list)
+    roles: dict[str, str] = field(default_factory=dict)
 
-    component, system = components[0]
-    suspect_component = components[1][0]
-    hall, suspect_hall = names.sample(HALLS, 2)
+    @property
+    def reviewers(self) -> list[str]:
+        """Two budget controllers and the finance director."""
+        return self.people[4:7]
 
-    outage = dt.date(dates.randint(2023, 2026), dates.randint(3, 10), dates.randint(1, 28))
-    fitted = outage - dt.timedelta(days=dates.randint(60, 200))
-    switch = fitted - dt.timedelta(days=dates.randint(15, 50)) if fitted_after_switch else \
-        fitted + dt.timedelta(days=dates.randint(15, 50))
-    notice_date = switch - dt.timedelta(days=dates.randint(10, 30))
-    catalogue_date = min(notice_date, fitted) - dt.timedelta(days=dates.randint(20, 80))
-    suspect_fitted = outage - dt.timedelta(days=dates.randint(20, 50))
-    review_date = _later(dates, outage, 6, 12)
-    cost_date = _later(dates, review_date, 3, 10)
-    correction_date = _later(dates, cost_date, 8, 20)
-    draft_date = _later(dates, correction_date, 5, 15)
-    earlier_outage = outage - dt.timedelta(days=dates.randint(90, 150))
+    def limit(self, reviewer: str, day: date) -> int:
+        """A reviewer's approval limit on a day, as the register states it."""
+        first, second, director = self.reviewers
+        if reviewer == first:
+            return CONTROLLER_LIMITS[1] if day >= self.raise_day else CONTROLLER_LIMITS[0]
+        return CONTROLLER_LIMITS[2] if reviewer == second else DIRECTOR_LIMIT
 
-    # The cost: four lines; the correction restates one line only, so the total must be recomputed.
-    while True:
-        revenue, credits = numbers.randint(160, 800) * 500, numbers.randint(40, 300) * 500
-        repair, overtime = numbers.randint(20, 120) * 500, numbers.randint(6, 40) * 500
-        corrected_credits = credits + numbers.choice((-1, 1)) * numbers.randint(10, 80) * 500
-        initial = revenue + credits + repair + overtime
-        corrected = initial - credits + corrected_credits
-        insured_net = corrected - numbers.randint(40, 200) * 500
-        near_cost, earlier_cost = numbers.randint(100, 900) * 500, numbers.randint(100, 900) * 500
-        traps = {initial, insured_net, near_cost, earlier_cost, corrected_credits, credits}
-        if corrected_credits > 0 and insured_net > 0 and corrected not in traps:
-            break
-    supplier = supplier_new if fitted_after_switch else supplier_old
-    return OutageFacts(company=company, site=site, near_site=near_site, other_sites=other_sites,
-                       components=components, supplier_old=supplier_old, supplier_old_twin=supplier_old_twin,
-                       supplier_new=supplier_new, supplier_new_twin=supplier_new_twin, supplier_x=supplier_x,
-                       supplier_y=supplier_y, suppliers=suppliers, engineer=engineer, finance=finance,
-                       reviewer=reviewer, technician=technician, planner=planner, analyst=analyst, manager=manager,
-                       buyer=buyer, symbol=symbol, target=target, near_target=near_target, earlier=earlier,
-                       filler_incidents=filler_incidents, wo_target=wo_target, wo_suspect=wo_suspect,
-                       wo_others=wo_others, part_target=part_target, part_twin=part_twin, part_suspect=part_suspect,
-                       other_parts=other_parts, component=component, system=system,
-                       suspect_component=suspect_component, hall=hall, suspect_hall=suspect_hall, outage=outage,
-                       fitted=fitted, switch=switch, notice_date=notice_date, catalogue_date=catalogue_date,
-                       suspect_fitted=suspect_fitted, review_date=review_date, cost_date=cost_date,
-                       correction_date=correction_date, draft_date=draft_date, earlier_outage=earlier_outage,
-                       revenue=revenue, credits=credits, repair=repair, overtime=overtime,
-                       corrected_credits=corrected_credits, initial=initial, corrected=corrected,
-                       insured_net=insured_net, near_cost=near_cost, earlier_cost=earlier_cost, traps=traps,
-                       supplier=supplier)
+    def new_id(self, prefix: str) -> str:
+        return f"{prefix}-{self.numbers.pop()}"
 
+    def days(self, low: int, high: int) -> timedelta:
+        return timedelta(days=self.rng.randint(low, high))
 
-def _root_cause_docs(f: OutageFacts, numbers: ItemRng, dates: ItemRng) -> dict[str, Doc]:
-    """The review, the notes and work orders around it, and the parts catalogue with its sourcing change."""
-    site, other_sites, components, supplier_old = f.site, f.other_sites, f.components, f.supplier_old
-    supplier_old_twin, supplier_new, supplier_new_twin = f.supplier_old_twin, f.supplier_new, f.supplier_new_twin
-    supplier_x, supplier_y, engineer, reviewer = f.supplier_x, f.supplier_y, f.engineer, f.reviewer
-    technician, buyer, target, wo_target, wo_suspect = f.technician, f.buyer, f.target, f.wo_target, f.wo_suspect
-    part_target, part_twin, part_suspect, other_parts = f.part_target, f.part_twin, f.part_suspect, f.other_parts
-    component, system, suspect_component, hall = f.component, f.system, f.suspect_component, f.hall
-    suspect_hall, outage, fitted, switch, notice_date = f.suspect_hall, f.outage, f.fitted, f.switch, f.notice_date
-    catalogue_date, suspect_fitted, review_date = f.catalogue_date, f.suspect_fitted, f.review_date
-    return {
-        "review": Doc("report", f"Post-incident review: {target}, {site} {system} outage", review_date, reviewer,
-                      f"Final post-incident review of {target}, the {system} outage at the {site} facility on "
-                      f"{_day(outage)}.\nImpact: {hall} lost {system} for {numbers.randint(35, 190)} minutes; "
-                      f"{numbers.randint(12, 90)} customer racks were affected and failover did not complete.\n"
-                      f"Root cause: the {component} serving {hall} failed under load. The failed unit is the one "
-                      f"fitted under work order {wo_target}; it has been removed and sent for analysis.\n"
-                      f"Actions: replace the failed unit, review spares stock, and ask finance for the cost of the "
-                      f"outage."),
-        "preliminary": Doc("report", f"Preliminary notes: {target}, {site} outage", outage, engineer,
-                           f"Preliminary notes on {target} at {site}, written on the day while the review was "
-                           f"open.\nWorking hypothesis: the {suspect_component} fitted under work order "
-                           f"{wo_suspect} in {suspect_hall} tripped first and took {hall} with it. To be confirmed "
-                           f"by the post-incident review.", status="draft"),
-        "speculation": Doc("email", f"Re: {site} outage this morning", outage, engineer,
-                           f"My money is on the {supplier_old_twin} {component} again - we had the same trouble at "
-                           f"{other_sites[0]} last year. I will confirm once the review of {target} is done."),
-        "work_order": Doc("work order", f"Work order {wo_target}: {component} replacement, {site}", fitted, technician,
-                          f"Work order {wo_target} at the {site} facility, {hall}. Completed on {_day(fitted)}.\n"
-                          f"Removed the old {component} and fitted a new unit, part number {part_target}, serial "
-                          f"{numbers.choice('KMRTX')}{numbers.randint(100000, 999999)}. Commissioning tests passed. "
-                          f"Technician: {technician}."),
-        "suspect_work_order": Doc("work order", f"Work order {wo_suspect}: {suspect_component} service, {site}",
-                                  suspect_fitted, technician,
-                                  f"Work order {wo_suspect} at the {site} facility, {suspect_hall}. Completed on "
-                                  f"{_day(suspect_fitted)}.\nServiced the {suspect_component} and fitted part "
-                                  f"{part_suspect}.\nAddendum of {_day(_later(dates, outage, 1, 4))}: inspected "
-                                  f"again after {target}; healthy, no fault found."),
-        "catalogue": Doc("wiki", "Approved parts catalogue: critical facilities spares", catalogue_date, buyer,
-                         f"Approved parts for critical facilities, last revised {_day(catalogue_date)}. One line per "
-                         f"part: part number - description - approved supplier.\n" + "\n".join(
-                             f"{p} - {d} - {s}" for p, d, s in [
-                                 (part_target, component, supplier_old),
-                                 (part_twin, f"{component}, high-capacity variant", supplier_old_twin),
-                                 (part_suspect, suspect_component, supplier_x),
-                                 (other_parts[0], components[2][0], supplier_new_twin),
-                                 (other_parts[1], components[3][0], supplier_y),
-                                 (other_parts[2], components[4][0], supplier_new),
-                                 (other_parts[3], components[5][0], supplier_old_twin)])),
-        "sourcing_notice": Doc("memo", f"Sourcing change for part {part_target}", notice_date, buyer,
-                               f"From {_day(switch)} onward, new stock of {part_target} ({component}) is supplied by "
-                               f"{supplier_new}, replacing {supplier_old}. Units fitted before {_day(switch)} came "
-                               f"from {supplier_old} stock; units fitted on or after that date are {supplier_new} "
-                               f"units. The parts catalogue will be updated at its next revision."),
-    }
+    def early(self, margin: int = 100) -> date:
+        """A filing date between February and `margin` days before the as-of date."""
+        start = date(self.as_of.year, 2, 1)
+        return start + timedelta(days=self.rng.randint(0, (self.as_of - start).days - margin))
+
+    def amount(self) -> int:
+        return self.rng.randint(6, 120) * 500
+
+    def _add(self, kind: str, filed: date, effective: date, **fields: Any) -> Change:
+        record = Change(self.new_id(kind), kind, filed, effective, self.rng.choice(self.people[:4]),
+                        self.rng.choice(REASONS), **fields)
+        self.changes[record.id] = record
+        return record
+
+    def amend(self, centre: str, filed: date, effective: date, size: int | None = None) -> Change:
+        sign = 1 if self.rng.randint(0, 99) < 65 else -1
+        return self._add("AMD", filed, effective, amount=sign * (size or self.amount()), centre=centre)
+
+    def transfer(self, source: str, dest: str, filed: date, effective: date) -> Change:
+        return self._add("TRF", filed, effective, amount=self.amount(), source=source, dest=dest)
+
+    def reverse(self, target: Change, filed: date, effective: date) -> Change:
+        return self._add("REV", filed, effective, reverses=target.id)
+
+    def decide(self, record: Change, decision: str, decided: date, reviewer: str | None = None) -> date:
+        self.decisions.append(Decision(self.new_id("APR"), record.id, decision, decided,
+                                       reviewer or self.rng.choice(self.reviewers)))
+        return decided
+
+    def approve_on(self, record: Change, decided: date, within: bool = True, sizes: tuple[int, ...] = ()) -> date:
+        """An approval on a day by a reviewer whose limit covers (or, with `within` false, falls short of) the
+        largest of `sizes` (default: the record's amount) and covers every other; reversals by anyone."""
+        if record.kind == "REV":
+            return self.decide(record, "approved", decided)
+        sizes = sizes or (abs(record.amount),)
+        fits = [r for r in self.reviewers if min(sizes) <= self.limit(r, decided) and
+                (self.limit(r, decided) >= max(sizes)) == within]
+        return self.decide(record, "approved", decided, self.rng.choice(fits))
+
+    def correct(self, record: Change, name: str, value: Any, filed: date) -> None:
+        self.corrections.append(Correction(self.new_id("COR"), record.id, name, value, filed,
+                                           self.rng.choice(self.people[4:7])))
+
+    def approved(self, record: Change, low: int = 2, high: int = 10) -> date:
+        return self.approve_on(record, record.filed + self.days(low, high))
 
 
-def _cost_docs(f: OutageFacts, numbers: ItemRng, dates: ItemRng) -> dict[str, Doc]:
-    """The cost memo, its correction and an insurance draft, and the costs of two look-alike outages."""
-    site, near_site, components, supplier_y, finance = f.site, f.near_site, f.components, f.supplier_y, f.finance
-    reviewer, analyst, symbol, target, near_target = f.reviewer, f.analyst, f.symbol, f.target, f.near_target
-    earlier, wo_others, other_parts, outage, cost_date = f.earlier, f.wo_others, f.other_parts, f.outage, f.cost_date
-    correction_date, draft_date, earlier_outage = f.correction_date, f.draft_date, f.earlier_outage
-    revenue, credits, repair, overtime = f.revenue, f.credits, f.repair, f.overtime
-    corrected_credits, initial, insured_net, near_cost = f.corrected_credits, f.initial, f.insured_net, f.near_cost
-    earlier_cost = f.earlier_cost
-    cost_title = f"Cost of the {site} outage ({target})"
-    return {
-        "cost": Doc("memo", cost_title, cost_date, finance,
-                    f.cost_memo(target, site, outage, initial, (revenue, credits, repair, overtime))),
-        "correction": Doc("memo", f"Correction: {target} cost memo", correction_date, finance,
-                          f"Correction to the memo \"{cost_title}\" of {_day(cost_date)}: the SLA credits line should "
-                          f"read {money(symbol, corrected_credits)}, not {money(symbol, credits)}; the credits for "
-                          f"the affected racks were {'under' if corrected_credits > credits else 'over'}counted. "
-                          f"All other lines stand."),
-        "insurance_draft": Doc("memo", f"Revised cost of {target} including insurance recovery", draft_date, analyst,
-                               f"DRAFT for discussion, not approved. If the insurer accepts our claim for {target}, "
-                               f"the net cost of the {site} outage would fall to {money(symbol, insured_net)}. "
-                               f"Do not quote until the claim is settled.", status="draft"),
-        "near_review": Doc("report", f"Post-incident review: {near_target}, {near_site} {components[2][1]} outage",
-                           _later(dates, outage, 5, 9), reviewer,
-                           f"Final post-incident review of {near_target}, the {components[2][1]} outage at the "
-                           f"{near_site} facility on {_day(outage)}.\nRoot cause: the {components[2][0]} fitted "
-                           f"under work order {wo_others[0]} failed. Unrelated to {target} at {site}."),
-        "near_cost": Doc("memo", f"Cost of the {near_site} outage ({near_target})", _later(dates, outage, 12, 20),
-                         finance, f.cost_memo(near_target, near_site, outage, near_cost, _cost_lines(near_cost))),
-        "earlier_review": Doc("report", f"Post-incident review: {earlier}, {site} {components[3][1]} outage",
-                              _later(dates, earlier_outage, 5, 10), reviewer,
-                              f"Final post-incident review of {earlier}, the {components[3][1]} outage at the "
-                              f"{site} facility on {_day(earlier_outage)}.\nRoot cause: the {components[3][0]} "
-                              f"fitted under work order {wo_others[1]} failed; part {other_parts[1]} from "
-                              f"{supplier_y}."),
-        "earlier_cost": Doc("memo", f"Cost of the {site} outage ({earlier})", _later(dates, earlier_outage, 12, 20),
-                            finance,
-                            f.cost_memo(earlier, site, earlier_outage, earlier_cost, _cost_lines(earlier_cost))),
-    }
+def _value(ledger: Ledger, record: Change, name: str) -> Any:
+    """A record's field after corrections: the latest-dated correction of that field, else the filed value."""
+    fixes = sorted((c for c in ledger.corrections if c.target == record.id and c.field == name), key=lambda c: c.filed)
+    return fixes[-1].value if fixes else getattr(record, name)
 
 
-def _background_docs(f: OutageFacts, numbers: ItemRng, dates: ItemRng) -> dict[str, Doc]:
-    """How reviews work, the supplier scorecard, a newsletter and the meeting notes."""
-    site, near_site, supplier_new, supplier_x = f.site, f.near_site, f.supplier_new, f.supplier_x
-    suppliers, engineer, reviewer, planner, manager = f.suppliers, f.engineer, f.reviewer, f.planner, f.manager
-    buyer, target, near_target, part_twin, system = f.buyer, f.target, f.near_target, f.part_twin, f.system
-    outage, fitted, catalogue_date = f.outage, f.fitted, f.catalogue_date
-    return {
-        "process": Doc("wiki", "How post-incident reviews and outage costs work", catalogue_date, manager,
-                       "Every outage gets an incident id (INC-nnnn). Engineers may keep preliminary notes on the "
-                       "day; the final post-incident review, published about a week later, is the record of the "
-                       "root cause. Finance then publishes the cost of the outage in a memo; if a line turns out "
-                       "wrong, finance issues a correction memo for that line and the total changes accordingly. "
-                       "Drafts carry no authority."),
-        "scorecard": Doc("wiki", "Supplier scorecard", _later(dates, catalogue_date, 10, 40), buyer,
-                         "Quarterly scorecard of facilities suppliers (on-time delivery, defect rate).\n" + "\n".join(
-                             f"{s}: on-time {numbers.randint(81, 99)}%, defects {numbers.randint(1, 9)} per 1,000"
-                             for s in suppliers)),
-        "newsletter": Doc("memo", f"Facilities newsletter: {site} and {near_site} upgrades",
-                          _later(dates, fitted, 3, 20), manager,
-                          f"Both {site} and {near_site} finished their {system} upgrades this quarter. Thanks to "
-                          f"{supplier_new} and {supplier_x} for quick deliveries. Outage drills resume next month."),
-        "meeting": Doc("minutes", f"Reliability meeting after the {site} outage", _later(dates, outage, 2, 5), manager,
-                       f"Attendees: {manager}, {reviewer}, {engineer}, {planner}. Discussed {target} and "
-                       f"{near_target}. Agreed to wait for the final reviews before blaming any supplier. "
-                       f"{planner} to check spares of {part_twin}."),
-    }
+def _counts(ledger: Ledger, record_id: str, day: date) -> bool:
+    """Whether a record counts at close of business on `day` (the store's rules 2 and 4)."""
+    record = ledger.changes[record_id]
+    if _value(ledger, record, "effective") > day:
+        return False
+    decided = sorted((d for d in ledger.decisions if d.request == record_id and d.decided <= day
+                      and _within(ledger, record, d)), key=lambda d: d.decided)
+    if not decided or decided[-1].decision != "approved":
+        return False
+    return not any(_counts(ledger, r.id, day) for r in ledger.changes.values()
+                   if r.kind == "REV" and r.reverses == record_id)
 
 
-def _routine_docs(f: OutageFacts, numbers: ItemRng, dates: ItemRng) -> dict[str, Doc]:
-    """Reviews and costs of unrelated outages, spares, visits, on-call notes and routine work orders."""
-    site, near_site, other_sites, components = f.site, f.near_site, f.other_sites, f.components
-    supplier_old_twin, supplier_new_twin, engineer = f.supplier_old_twin, f.supplier_new_twin, f.engineer
-    finance, reviewer, technician, planner, analyst = f.finance, f.reviewer, f.technician, f.planner, f.analyst
-    buyer, target, filler_incidents, wo_others = f.buyer, f.target, f.filler_incidents, f.wo_others
-    part_target, part_twin, part_suspect, other_parts = f.part_target, f.part_twin, f.part_suspect, f.other_parts
-    component, outage, catalogue_date = f.component, f.outage, f.catalogue_date
-    docs: dict[str, Doc] = {}
-    for index, incident in enumerate(filler_incidents):
-        where, (part_name, kind) = other_sites[index + 1], components[index + 3]
-        when = outage - dt.timedelta(days=dates.randint(30, 400))
-        total = numbers.randint(100, 900) * 500
-        docs[f"filler_review_{index}"] = Doc(
-            "report", f"Post-incident review: {incident}, {where} {kind} outage", _later(dates, when, 5, 10),
-            reviewer, f"Final post-incident review of {incident}, the {kind} outage at the {where} facility on "
-                      f"{_day(when)}.\nRoot cause: the {part_name} fitted under work order {wo_others[index + 2]} "
-                      f"failed.")
-        docs[f"filler_cost_{index}"] = Doc("memo", f"Cost of the {where} outage ({incident})",
-                                           _later(dates, when, 12, 20), finance,
-                                           f.cost_memo(incident, where, when, total, _cost_lines(total)))
-    docs["spares"] = Doc("report", "Spares stock report", _later(dates, outage, 1, 20), planner,
-                         f"Spares held for critical facilities: {part_target} x{numbers.randint(0, 3)}, {part_twin} "
-                         f"x{numbers.randint(1, 6)}, {part_suspect} x{numbers.randint(1, 6)}, {other_parts[0]} "
-                         f"x{numbers.randint(1, 6)}. Reorder through purchasing; see the parts catalogue for "
-                         f"approved suppliers.")
-    docs["supplier_visit"] = Doc("memo", f"Quality visit to {supplier_old_twin}", _later(dates, catalogue_date, 5, 60),
-                                 buyer, f"We visited {supplier_old_twin} to review the {component} production line. "
-                                        f"No findings. Next visit: {supplier_new_twin}.")
-    docs["on_call"] = Doc("email", "On-call handover notes", _later(dates, outage, 1, 3), engineer,
-                          f"Quiet night apart from alarms at {near_site} and {other_sites[2]}. The {site} incident "
-                          f"{target} is closed operationally; the review is with {reviewer}.")
-    docs["claims"] = Doc("wiki", "Insurance claims for outages", catalogue_date, analyst,
-                         "Outage losses above the deductible can be claimed from the insurer. Until a claim is "
-                         "settled, finance reports outage costs gross of any recovery.")
-    for index, number in enumerate(wo_others[6:]):
-        where = other_sites[index]
-        when = outage - dt.timedelta(days=dates.randint(10, 300))
-        part, (part_name, _) = other_parts[index % 4], components[index % 4 + 2]
-        docs[f"filler_work_order_{index}"] = Doc(
-            "work order", f"Work order {number}: {part_name} inspection, {where}", when, technician,
-            f"Work order {number} at the {where} facility. Inspected the {part_name}; fitted part {part}. No further "
-            f"action.")
-
-    return docs
+def _within(ledger: Ledger, record: Change, decision: Decision) -> bool:
+    """Whether a decision is within its reviewer's limit (only approvals of amendments and transfers have one)."""
+    if decision.decision != "approved" or record.kind == "REV":
+        return True
+    return abs(_value(ledger, record, "amount")) <= ledger.limit(decision.reviewer, decision.decided)
 
 
-@dataclass(frozen=True)
-class DossierWorld:
-    """The outage's facts, the filed archive with each document's id by role, and who asks."""
-
-    facts: OutageFacts
-    archive: dict[str, dict]
-    ids: dict[str, str]
-    requester: str
+def _in_force(books: list[dict], day: date) -> dict:
+    return max((b for b in books if b["adopted"] and b["adopted"] <= day), key=lambda b: b["adopted"])
 
 
-DOSSIER_CHECKS = (Check("supplier", "names the supplier of the failed unit (by its fitting date)"),
-                  Check("cost", "gives the outage's total cost after the correction"))
+def _budgets_on(books: list[dict], ledger: Ledger, centres: list[str], day: date) -> dict[str, int]:
+    """Every listed centre's budget at close of business on `day`, by the store's rules."""
+    totals = {c: _in_force(books, day)["figures"][c] for c in centres}
+    for record in ledger.changes.values():
+        if record.kind == "REV" or not _counts(ledger, record.id, day):
+            continue
+        amount = _value(ledger, record, "amount")
+        for centre, delta in ((record.centre, amount), (record.source, -amount), (record.dest, amount)):
+            if centre in totals:
+                totals[centre] += delta
+    return totals
 
 
-def incident_dossier(rng: ItemRng) -> AgTask:
-    """Which supplier's part caused a given outage, and the outage's cost after a line-item correction."""
-    world = _dossier_world(rng)
-    reference = _dossier_reference(world)
-    return AgTask(prompt=_dossier_prompt(world), make_env=lambda: Archive(world.archive), checks=DOSSIER_CHECKS,
-                  evaluate=lambda env, answer: _check_dossier(world.facts, answer), reference=reference,
-                  wasteful=_wasteful(reference, (1, 4, 8)))
+def _piece_late(ledger: Ledger, centre: str) -> None:
+    """In force by its dates, but approved only after the as-of date."""
+    filed = ledger.as_of - ledger.days(12, 40)
+    record = ledger.amend(centre, filed, filed + ledger.days(0, 8))
+    ledger.approve_on(record, ledger.as_of + ledger.days(1, 20))
+    ledger.roles["late"] = record.id
 
 
-def _dossier_world(rng: ItemRng) -> DossierWorld:
-    """The outage's facts and the archive of documents written from them."""
-    facts, archive, ids = _filed_archive(rng, _outage_facts,
-                                         (_root_cause_docs, _cost_docs, _background_docs, _routine_docs))
-    return DossierWorld(facts, archive, ids, f"{rng.fork('prompt').choice(FIRST_NAMES)} from the reliability team")
-
-
-def _dossier_prompt(world: DossierWorld) -> str:
-    """The question about the outage and the answer's form."""
-    f = world.facts
-    return (f"{world.requester} at {f.company} asks for help. On {_day(f.outage)} the {f.site} facility suffered an "
-            f"outage. Using the document archive (tools: search, read_document), find out which supplier "
-            f"supplied the part whose failure caused that outage, and the total cost of that outage as it stands "
-            f"after any corrections finance has issued. Check what you rely on: archives contain drafts, "
-            f"superseded figures and look-alike names.\n"
-            f"When you are done, call submit with the answer in the form "
-            f"`supplier: <supplier name>; cost: <total cost in {f.symbol}>`.")
-
-
-def _check_dossier(f: OutageFacts, answer: str | None) -> dict[str, bool]:
-    """The dossier's checks on the answer."""
-    return {"supplier": name_matches(answer, "supplier", f.supplier, f.suppliers),
-            "cost": amount_matches(answer, "cost", f.corrected, f.traps)}
-
-
-def _dossier_reference(world: DossierWorld) -> tuple[Call, ...]:
-    """The efficient researcher: review, work order, catalogue and sourcing notice, then the cost and its correction."""
-    f, ids = world.facts, world.ids
-    answer = f"supplier: {f.supplier}; cost: {money(f.symbol, f.corrected)}"
-    return (Call("search", {"query": f"{f.site} outage post-incident review"}),
-            Call("read_document", {"doc_id": ids["review"]}),
-            Call("search", {"query": f.wo_target}),
-            Call("read_document", {"doc_id": ids["work_order"]}),
-            Call("search", {"query": f.part_target}),
-            Call("read_document", {"doc_id": ids["catalogue"]}),
-            Call("read_document", {"doc_id": ids["sourcing_notice"]}),
-            Call("search", {"query": f"{f.target} cost"}),
-            Call("read_document", {"doc_id": ids["cost"]}),
-            Call("read_document", {"doc_id": ids["correction"]}),
-            Call("submit", {"answer": answer}))
-
-
-# ------------------------------------------------------------------------------ task 2: the budget as of a date
-
-PROGRAMMES = ("Larkspur", "Heron", "Kingfisher", "Bluebell", "Foxglove", "Osprey", "Marigold", "Sandpiper",
-              "Juniper", "Wren", "Tamarisk", "Curlew", "Hawthorn", "Lapwing", "Saffron", "Merlin")
-PURPOSES = ("customer data platform", "warehouse automation", "billing system replacement", "mobile app rebuild",
-            "network refresh", "analytics migration", "payments modernisation", "field service tooling")
-CUTOFFS = ((6, 30), (7, 31), (8, 31), (9, 30), (10, 31))
-OWNER_STORIES = ("handed_over", "cancelled", "postponed")  # how the ownership change ends by the cutoff
-
-
-@dataclass(frozen=True)
-class BudgetFacts:
-    """What the budget archive's documents are written from: programmes, people, dates and figures."""
-
-    company: str
-    main: str
-    merged: str
-    fillers: list[str]
-    twin: str
-    purposes: list[str]
-    owner_first: str
-    owner_second: str
-    owner_third: str
-    sponsor: str
-    merged_owner: str
-    cfo: str
-    controller: str
-    analyst: str
-    filler_owners: list[str]
-    twin_owner: str
-    everyone: list[str]
-    symbol: str
-    increase_restated: bool
-    owner_story: str
-    year: int
-    cutoff: dt.date
-    charter_date: dt.date
-    increase_memo: dt.date
-    increase_effective: dt.date
-    spend_report: dt.date
-    correction_date: dt.date
-    merged_cut_memo: dt.date
-    merged_cut_effective: dt.date
-    merge_memo: dt.date
-    merge_effective: dt.date
-    handover_memo: dt.date
-    handover_effective: dt.date
-    follow_up: dt.date
-    next_handover: dt.date
-    postponed_to: dt.date
-    deferred_to: dt.date
-    cut_memo: dt.date
-    cut_effective: dt.date
-    proposal_date: dt.date
-    minutes_date: dt.date
-    base: int
-    increase: int
-    restated: int
-    merged_base: int
-    merged_cut: int
-    proposal: int
-    cut: int
-    twin_budget: int
-    twin_increase: int
-    budget: int
-    traps: set[int]
-    owner: str
-    increase_title: str
-
-
-def _budget_facts(names: ItemRng, numbers: ItemRng, dates: ItemRng) -> BudgetFacts:
-    """The programmes, people, dates and budget figures, drawn from their own streams."""
-    company = names.choice(("Arden & Vale", "Northwind Logistics", "Halcyon Retail", "Brookfield Mutual"))
-    programmes = names.sample(PROGRAMMES, 6)
-    main, merged, fillers = programmes[0], programmes[1], programmes[2:]
-    twin = f"{main} Labs"  # a look-alike unit with its own budget
-    purposes = names.sample(PURPOSES, 6)
-    people = _people(names, 13)
-    owner_first, owner_second, owner_third, sponsor, merged_owner, cfo, controller, analyst = people[:8]
-    filler_owners = people[8:12]
-    unused_first = [f for f in FIRST_NAMES if f not in {p.split()[0] for p in people}]
-    twin_owner = f"{names.choice(unused_first)} {owner_second.split()[1]}"  # shares the incoming owner's surname
-    everyone = [*people[:12], twin_owner]
-    symbol = numbers.choice(CURRENCIES)
-    increase_restated = numbers.randint(0, 1) == 1  # else the increase is pushed past the cutoff
-    owner_story = numbers.choice(OWNER_STORIES)
-
-    year = dates.randint(2023, 2026)
-    cutoff = dt.date(year, *dates.choice(CUTOFFS))
-    charter_date = dt.date(year, 1, dates.randint(5, 20))
-    increase_memo = _later(dates, charter_date, 15, 30)
-    increase_effective = _later(dates, increase_memo, 3, 10)
-    spend_report = _later(dates, increase_effective, 5, 15)
-    correction_date = _later(dates, spend_report, 5, 20)
-    merged_cut_memo = _later(dates, charter_date, 10, 40)
-    merged_cut_effective = _later(dates, merged_cut_memo, 1, 7)
-    merge_memo = _later(dates, max(merged_cut_effective, increase_memo), 5, 20)
-    merge_effective = _later(dates, merge_memo, 7, 20)
-    handover_memo = _later(dates, charter_date, 40, 80)
-    handover_effective = _later(dates, handover_memo, 14, 30)
-    follow_up = _later(dates, handover_memo, 2, (handover_effective - handover_memo).days - 1) \
-        if owner_story != "handed_over" else _later(dates, handover_effective, 5, 20)
-    next_handover = _later(dates, cutoff, 10, 60)
-    postponed_to = _later(dates, cutoff, 5, 45)
-    deferred_to = _later(dates, cutoff, 5, 60)
-    cut_memo = cutoff - dt.timedelta(days=dates.randint(5, 20))
-    cut_effective = _later(dates, cutoff, 1, 31)
-    proposal_date = _later(dates, charter_date, 30, 100)
-    minutes_date = _later(dates, proposal_date, 3, 10)
-
-    while True:
-        base = numbers.randint(120, 480) * 10_000
-        increase = numbers.randint(20, 120) * 5_000
-        restated = increase + numbers.choice((-1, 1)) * numbers.randint(5, 30) * 5_000
-        merged_base, merged_cut = numbers.randint(30, 150) * 10_000, numbers.randint(10, 60) * 5_000
-        proposal, cut, twin_budget, twin_increase = (numbers.randint(20, 90) * 10_000, numbers.randint(10, 50) * 10_000,
-                                                     numbers.randint(40, 200) * 10_000, numbers.randint(10, 60) * 5_000)
-        applied_increase = restated if increase_restated else 0
-        budget = base + applied_increase + merged_base - merged_cut
-        # the figures an agent reaches by falling for one trap: stale, uncorrected, missed, post-cutoff, draft
-        traps = {base, base + increase, base + increase + merged_base - merged_cut, budget + merged_cut,
-                 base + applied_increase, budget - cut, budget + proposal, twin_budget + twin_increase}
-        if restated > 0 and merged_base > merged_cut and budget not in traps:
-            break
-    owner = owner_second if owner_story == "handed_over" else owner_first
-    increase_title = f"Budget increase for Project {main}"
-    return BudgetFacts(company=company, main=main, merged=merged, fillers=fillers, twin=twin, purposes=purposes,
-                       owner_first=owner_first, owner_second=owner_second, owner_third=owner_third, sponsor=sponsor,
-                       merged_owner=merged_owner, cfo=cfo, controller=controller, analyst=analyst,
-                       filler_owners=filler_owners, twin_owner=twin_owner, everyone=everyone, symbol=symbol,
-                       increase_restated=increase_restated, owner_story=owner_story, year=year, cutoff=cutoff,
-                       charter_date=charter_date, increase_memo=increase_memo, increase_effective=increase_effective,
-                       spend_report=spend_report, correction_date=correction_date, merged_cut_memo=merged_cut_memo,
-                       merged_cut_effective=merged_cut_effective, merge_memo=merge_memo,
-                       merge_effective=merge_effective, handover_memo=handover_memo,
-                       handover_effective=handover_effective, follow_up=follow_up, next_handover=next_handover,
-                       postponed_to=postponed_to, deferred_to=deferred_to, cut_memo=cut_memo,
-                       cut_effective=cut_effective, proposal_date=proposal_date, minutes_date=minutes_date,
-                       base=base, increase=increase, restated=restated, merged_base=merged_base,
-                       merged_cut=merged_cut, proposal=proposal, cut=cut, twin_budget=twin_budget,
-                       twin_increase=twin_increase, budget=budget, traps=traps, owner=owner,
-                       increase_title=increase_title)
-
-
-def _follow_up_doc(f: BudgetFacts) -> Doc:
-    """How the announced change of budget owner ends by the cutoff."""
-    main, owner_first, owner_second, owner_third, cfo = f.main, f.owner_first, f.owner_second, f.owner_third, f.cfo
-    owner_story, handover_memo, handover_effective = f.owner_story, f.handover_memo, f.handover_effective
-    follow_up, next_handover, postponed_to = f.follow_up, f.next_handover, f.postponed_to
-    if owner_story == "handed_over":
-        return Doc("memo", f"Planned handover of Project {main}", follow_up, cfo,
-                   f"{owner_third} will succeed {owner_second} as budget owner of Project {main}, "
-                   f"effective {_day(next_handover)}. Until then {owner_second} remains budget owner.")
-    elif owner_story == "cancelled":
-        return Doc("memo", f"Handover of Project {main} cancelled", follow_up, cfo,
-                   f"The handover of Project {main} announced on {_day(handover_memo)} will not go ahead. "
-                   f"{owner_first} remains budget owner of Project {main}.")
+def _piece_rescind(ledger: Ledger, centre: str) -> None:
+    """Approved, then rescinded: before the as-of date (does not count) or after it (still counts on the date)."""
+    filed = ledger.early()
+    record = ledger.amend(centre, filed, filed + ledger.days(0, 15))
+    approved = ledger.approved(record)
+    if ledger.rng.randint(0, 1):
+        ledger.decide(record, "rescinded", approved + ledger.days(5, 40))
+        ledger.roles["rescinded"] = record.id
     else:
-        return Doc("memo", f"Change of handover date for Project {main}", follow_up, cfo,
-                   f"The handover of Project {main} budget ownership from {owner_first} to {owner_second} "
-                   f"moves from {_day(handover_effective)} to {_day(postponed_to)}. {owner_first} stays "
-                   f"budget owner until then.")
+        ledger.decide(record, "rescinded", ledger.as_of + ledger.days(1, 30))
+        ledger.roles["rescinded_after"] = record.id
 
 
-def _correction_body(f: BudgetFacts) -> str:
-    """The correction memo: the increase restated, or pushed past the cutoff."""
-    symbol, increase_restated, increase_memo = f.symbol, f.increase_restated, f.increase_memo
-    increase_effective, deferred_to, increase, restated = f.increase_effective, f.deferred_to, f.increase, f.restated
-    increase_title = f.increase_title
-    if increase_restated:
-        return (f"The memo \"{increase_title}\" of {_day(increase_memo)} stated the increase as "
-                f"{money(symbol, increase)}. The approved increase is {money(symbol, restated)}; the "
-                f"effective date is unchanged.")
+def _piece_resubmit(ledger: Ledger, centre: str) -> None:
+    """Rejected first, approved on re-submission before the as-of date: counts."""
+    filed = ledger.early()
+    record = ledger.amend(centre, filed, filed + ledger.days(0, 15))
+    rejected = ledger.decide(record, "rejected", filed + ledger.days(2, 10))
+    ledger.approve_on(record, rejected + ledger.days(4, 30))
+    ledger.roles["resubmitted"] = record.id
+
+
+def _piece_future(ledger: Ledger, centre: str) -> None:
+    """Approved long before, effective only after the as-of date."""
+    filed = ledger.early(60)
+    record = ledger.amend(centre, filed, ledger.as_of + ledger.days(1, 45))
+    ledger.approved(record)
+    ledger.roles["future"] = record.id
+
+
+def _piece_chain(ledger: Ledger, centre: str) -> None:
+    """An amendment reversed, the reversal itself reversed: the amendment counts again."""
+    filed = ledger.early()
+    record = ledger.amend(centre, filed, filed + ledger.days(0, 10))
+    approved = ledger.approved(record)
+    filed = approved + ledger.days(3, 12)
+    first = ledger.reverse(record, filed, filed + ledger.days(0, 10))
+    approved = ledger.approved(first, 2, 8)
+    filed = approved + ledger.days(3, 12)
+    second = ledger.reverse(first, filed, filed + ledger.days(0, 10))
+    ledger.approved(second, 2, 8)
+    ledger.roles.update(chain=record.id, chain_reversal=first.id, chain_reinstatement=second.id)
+
+
+def _piece_single(ledger: Ledger, centre: str) -> None:
+    """An amendment reversed once: it does not count."""
+    filed = ledger.early()
+    record = ledger.amend(centre, filed, filed + ledger.days(0, 10))
+    approved = ledger.approved(record)
+    filed = approved + ledger.days(3, 20)
+    reversal = ledger.reverse(record, filed, filed + ledger.days(0, 10))
+    ledger.approved(reversal, 2, 8)
+    ledger.roles.update(reversed=record.id, reversal=reversal.id)
+
+
+def _piece_corrected_amount(ledger: Ledger, centre: str) -> None:
+    """An amendment whose amount is corrected after the as-of date, sometimes twice; sometimes the corrected amount
+    exceeds the limit of the reviewer who approved the original one, so the approval no longer counts."""
+    rng, filed = ledger.rng, ledger.early()
+    over = rng.randint(0, 1) == 1
+    record = ledger.amend(centre, filed, filed + ledger.days(0, 15), rng.randint(6, 40) * 500 if over else None)
+    sign = 1 if record.amount > 0 else -1
+    final = sign * (rng.randint(92, 120) if over else rng.randint(6, 120)) * 500
+    if final == record.amount:
+        final += 500 * sign
+    approved = record.filed + ledger.days(2, 10)
+    if over:
+        ledger.decide(record, "approved", approved, rng.choice(ledger.reviewers[:2]))
+        ledger.roles["corrected_over_limit"] = record.id
     else:
-        return (f"The increase of {money(symbol, increase)} in the memo \"{increase_title}\" of "
-                f"{_day(increase_memo)} was applied before the board had approved it. It is reversed "
-                f"back to {_day(increase_effective)} and will now take effect on {_day(deferred_to)}, "
-                f"after board approval.")
+        ledger.approve_on(record, approved, sizes=(abs(record.amount), abs(final)))
+    earlier = sign * rng.randint(6, CONTROLLER_LIMITS[0] // 500) * 500  # within every limit
+    if rng.randint(0, 1) and earlier not in (record.amount, final):
+        ledger.correct(record, "amount", earlier, approved + ledger.days(5, 40))
+        ledger.roles["corrected_twice"] = record.id
+    ledger.correct(record, "amount", final, ledger.as_of + ledger.days(3, 40))
+    ledger.roles["corrected_amount"] = record.id
 
 
-def _budget_change_docs(f: BudgetFacts, numbers: ItemRng, dates: ItemRng) -> dict[str, Doc]:
-    """The charter, the finance memos that change the budget and its owner, and drafts."""
-    main, merged, purposes, owner_first, owner_second = f.main, f.merged, f.purposes, f.owner_first, f.owner_second
-    sponsor, merged_owner, cfo, controller, analyst = f.sponsor, f.merged_owner, f.cfo, f.controller, f.analyst
-    symbol, year, charter_date, increase_memo = f.symbol, f.year, f.charter_date, f.increase_memo
-    increase_effective, spend_report, correction_date = f.increase_effective, f.spend_report, f.correction_date
-    merged_cut_memo, merged_cut_effective, merge_memo = f.merged_cut_memo, f.merged_cut_effective, f.merge_memo
-    merge_effective, handover_memo, handover_effective = f.merge_effective, f.handover_memo, f.handover_effective
-    cut_memo, cut_effective, proposal_date = f.cut_memo, f.cut_effective, f.proposal_date
-    minutes_date, base, increase, merged_base = f.minutes_date, f.base, f.increase, f.merged_base
-    merged_cut, proposal, cut, increase_title = f.merged_cut, f.proposal, f.cut, f.increase_title
-    return {
-        "charter": Doc("wiki", f"Project {main} charter", charter_date, sponsor,
-                       f"Project {main} delivers the {purposes[0]}. Sponsor: {sponsor}. Budget owner: {owner_first}. "
-                       f"Approved budget for {year}: {money(symbol, base)}. Changes to the approved budget are made "
-                       f"by finance memo and take effect on the stated effective date."),
-        "increase": Doc("memo", increase_title, increase_memo, controller,
-                        f"Finance has approved an increase of {money(symbol, increase)} to the {year} budget of "
-                        f"Project {main}, effective {_day(increase_effective)}, to fund extra integration work."),
-        "correction": Doc("memo", f"Correction: Project {main} budget increase", correction_date, controller,
-                          _correction_body(f)),
-        "spend": Doc("report", f"Project {main} spend report", spend_report, analyst,
-                     f"Spend to date on Project {main}: {money(symbol, numbers.randint(30, 90) * 10_000)} against "
-                     f"an approved budget of {money(symbol, base + increase)}. Forecast on track."),
-        "merge": Doc("memo", f"Project {merged} to be folded into Project {main}", merge_memo, cfo,
-                     f"Effective {_day(merge_effective)}, Project {merged} is folded into Project {main}. On that "
-                     f"date the whole approved budget of Project {merged} moves to Project {main}, and "
-                     f"{merged_owner} joins the {main} steering group."),
-        "merged_charter": Doc("wiki", f"Project {merged} charter", dt.date(year, 1, dates.randint(3, 28)), sponsor,
-                              f"Project {merged} delivers the {purposes[1]}. Budget owner: {merged_owner}. Approved "
-                              f"budget for {year}: {money(symbol, merged_base)}."),
-        "merged_cut": Doc("memo", f"Project {merged} budget reduction", merged_cut_memo, controller,
-                          f"Effective {_day(merged_cut_effective)}, the approved budget of Project {merged} is reduced "
-                          f"by {money(symbol, merged_cut)} after part of its scope was dropped."),
-        "proposal": Doc("memo", f"Proposal: further funding for Project {main}", proposal_date, owner_first,
-                        f"DRAFT proposal for the steering committee, not approved. Request an increase of "
-                        f"{money(symbol, proposal)} to the budget of Project {main} for a second data centre "
-                        f"region.", status="draft"),
-        "minutes": Doc("minutes", "Steering committee minutes", minutes_date, analyst,
-                       f"Present: {cfo}, {sponsor}, {owner_first}. The proposal for further funding for Project "
-                       f"{main} was discussed; no decision, to be revisited next quarter."),
-        "cut": Doc("memo", f"Project {main} budget reduction", cut_memo, controller,
-                   f"Effective {_day(cut_effective)}, the approved budget of Project {main} is reduced by "
-                   f"{money(symbol, cut)} as part of the second-half savings plan."),
-        "handover": Doc("memo", f"New budget owner for Project {main}", handover_memo, cfo,
-                        f"{owner_second} takes over from {owner_first} as budget owner of Project {main}, effective "
-                        f"{_day(handover_effective)}."),
-        "follow_up": _follow_up_doc(f),
-    }
+def _piece_limit(ledger: Ledger, centre: str) -> None:
+    """An amendment approved beyond its reviewer's limit: by the first controller before the raise of its limit,
+    or above both controllers' limits; sometimes approved again, properly, after the as-of date."""
+    rng, low, high, other = ledger.rng, *CONTROLLER_LIMITS
+    if rng.randint(0, 1):
+        start = date(ledger.as_of.year, 2, 1)
+        filed = start + timedelta(days=rng.randint(0, (ledger.raise_day - start).days - 15))
+        record = ledger.amend(centre, filed, filed + ledger.days(0, 15), rng.randint(low // 500 + 1, high // 500) * 500)
+        ledger.decide(record, "approved", filed + ledger.days(2, 10), ledger.reviewers[0])
+        ledger.roles["limit_before_raise"] = record.id
+    else:
+        filed = ledger.early()
+        record = ledger.amend(centre, filed, filed + ledger.days(0, 15), rng.randint(high // 500 + 1, 120) * 500)
+        ledger.decide(record, "approved", filed + ledger.days(2, 10), rng.choice(ledger.reviewers[:2]))
+        ledger.roles["limit_exceeded"] = record.id
+    if rng.randint(0, 1):
+        ledger.decide(record, "approved", ledger.as_of + ledger.days(1, 25), ledger.reviewers[2])
+    ledger.roles["limit"] = record.id
 
 
-def _look_alike_docs(f: BudgetFacts, numbers: ItemRng, dates: ItemRng) -> dict[str, Doc]:
-    """The look-alike unit's budget, a facilities budget of a similar name, the policy and notes."""
-    main, merged, fillers, twin, owner_first, sponsor = f.main, f.merged, f.fillers, f.twin, f.owner_first, f.sponsor
-    cfo, controller, analyst, twin_owner, symbol = f.cfo, f.controller, f.analyst, f.twin_owner, f.symbol
-    year, charter_date, increase_memo, twin_budget = f.year, f.charter_date, f.increase_memo, f.twin_budget
-    twin_increase = f.twin_increase
-    return {
-        "twin_charter": Doc("wiki", f"{twin} charter", charter_date + dt.timedelta(days=3), sponsor,
-                            f"{twin} is the research unit attached to Project {main}. Budget owner: {twin_owner}. "
-                            f"Approved budget for {year}: {money(symbol, twin_budget)}."),
-        "twin_increase": Doc("memo", f"Budget increase for {twin}", _later(dates, increase_memo, 5, 40), controller,
-                             f"Finance has approved an increase of {money(symbol, twin_increase)} to the {year} "
-                             f"budget of {twin}, effective immediately."),
-        "look_alike": Doc("memo", f"{merged} Point refurbishment budget", _later(dates, charter_date, 20, 90),
-                          controller,
-                          f"The {merged} Point office refurbishment has an approved budget of "
-                          f"{money(symbol, numbers.randint(20, 90) * 10_000)}; it is a facilities budget, not a "
-                          f"project."),
-        "policy": Doc("wiki", "How programme budgets change", dt.date(year - 1, 11, dates.randint(1, 28)), cfo,
-                      "A programme's approved budget is set by its charter and changed only by finance memos. A "
-                      "change counts from its effective date, not from the day it is announced. Proposals and "
-                      "drafts change nothing until approved. A correction memo replaces the figure or date it "
-                      "corrects."),
-        "all_hands": Doc("minutes", "All-hands notes", _later(dates, charter_date, 60, 120), analyst,
-                         f"Updates from Project {main}, Project {fillers[0]} and {twin}. {owner_first} thanked the "
-                         f"teams; budgets are on track."),
-    }
+def _piece_corrected_date(ledger: Ledger, centre: str) -> None:
+    """An amendment whose effective date a correction moves past the as-of date, or back before it."""
+    filed = ledger.early()
+    if ledger.rng.randint(0, 1):
+        record = ledger.amend(centre, filed, filed + ledger.days(0, 15))
+        ledger.correct(record, "effective", ledger.as_of + ledger.days(2, 40), ledger.approved(record) +
+                       ledger.days(5, 60))
+        ledger.roles["moved_out"] = record.id
+    else:
+        record = ledger.amend(centre, filed, ledger.as_of + ledger.days(3, 30))
+        ledger.approved(record)
+        ledger.correct(record, "effective", ledger.as_of - ledger.days(3, 30), ledger.as_of + ledger.days(2, 30))
+        ledger.roles["moved_in"] = record.id
 
 
-def _filler_budget_docs(f: BudgetFacts, numbers: ItemRng, dates: ItemRng) -> dict[str, Doc]:
-    """Other programmes' charters, changes, spend and status, and the quarterly review."""
-    main, fillers, twin, purposes, sponsor, cfo = f.main, f.fillers, f.twin, f.purposes, f.sponsor, f.cfo
-    controller, analyst, filler_owners, symbol, year = f.controller, f.analyst, f.filler_owners, f.symbol, f.year
-    charter_date = f.charter_date
-    docs: dict[str, Doc] = {}
-    for index, name in enumerate(fillers):
-        filler_base = numbers.randint(50, 400) * 10_000
-        docs[f"filler_charter_{index}"] = Doc(
-            "wiki", f"Project {name} charter", dt.date(year, 1, dates.randint(3, 28)), sponsor,
-            f"Project {name} delivers the {purposes[index + 2]}. Budget owner: {filler_owners[index]}. Approved "
-            f"budget for {year}: {money(symbol, filler_base)}.")
-        direction = numbers.choice(("increase", "reduction"))
-        docs[f"filler_change_{index}"] = Doc(
-            "memo", f"Budget {direction} for Project {name}", _later(dates, charter_date, 20, 150), controller,
-            f"Effective {_day(_later(dates, charter_date, 25, 160))}, the approved budget of Project {name} "
-            f"{'rises' if direction == 'increase' else 'falls'} by {money(symbol, numbers.randint(5, 40) * 5_000)}.")
-        docs[f"filler_spend_{index}"] = Doc(
-            "report", f"Project {name} spend report", _later(dates, charter_date, 60, 150), analyst,
-            f"Spend to date on Project {name}: {money(symbol, numbers.randint(5, 30) * 10_000)}. Forecast on track.")
-        docs[f"filler_notice_{index}"] = Doc(
-            "email", f"Project {name} status", _later(dates, charter_date, 30, 160), filler_owners[index],
-            f"Quick status for Project {name}: milestones on track, no budget change requested this month.")
+def _piece_plain(ledger: Ledger, centre: str, last: bool = False) -> None:
+    """A routine approved amendment; `last` files it after every other record of its centre, so it is the one hit
+    on the second page of that centre's search."""
+    filed = ledger.as_of - ledger.days(3, 11) if last else ledger.early(30)
+    record = ledger.amend(centre, filed, filed + ledger.days(0, 2 if last else 15))
+    ledger.approved(record, *((1, 2) if last else (2, 10)))
 
-    docs["finance_review"] = Doc("minutes", "Quarterly finance review", _later(dates, charter_date, 70, 110), cfo,
-                                 f"Programmes reviewed: {', '.join(f'Project {n}' for n in [main, *fillers])} and "
-                                 f"{twin}. No overspend. Budget owners to confirm forecasts by the end of the "
-                                 f"quarter.")
-    return docs
+
+PIECES = (_piece_limit, _piece_late, _piece_rescind, _piece_resubmit, _piece_future, _piece_chain, _piece_single,
+          _piece_corrected_amount, _piece_corrected_date)
+
+
+def _draw_records(ledger: Ledger, targets: list[str], others: list[str]) -> None:
+    """The trap pieces spread over the targets (the first gets six records, so its search pages), a transfer
+    between the first target and another centre, and routine records of the other centres."""
+    rng = ledger.rng
+    pieces = list(PIECES)
+    rng.shuffle(pieces)
+    first, second, third = targets
+    for piece, centre in zip(pieces, [first] * 4 + [second] * 2 + [third] * 3, strict=True):
+        piece(ledger, centre)
+    _piece_plain(ledger, first, last=True)
+    partner = rng.choice([second, others[0]])
+    source, dest = (first, partner) if rng.randint(0, 1) else (partner, first)
+    filed = ledger.early(30)
+    transfer = ledger.transfer(source, dest, filed, filed + ledger.days(0, 20))
+    ledger.approved(transfer)
+    ledger.roles["transfer"] = transfer.id
+    for centre in others[1:4]:
+        _piece_plain(ledger, centre)
+    filed = ledger.early(30)
+    ledger.approved(ledger.transfer(others[4], others[5], filed, filed + ledger.days(0, 20)))
+    filed = ledger.early(30)
+    ledger.decide(ledger.amend(others[2], filed, filed), "rejected", filed + ledger.days(2, 9))
+
+
+def _draw_books(ledger: Ledger, ids: list[str], centres: list[str], targets: list[str]) -> list[dict]:
+    """Three versions of the budget book: the one in force on the as-of date is version 1 or 2; the later ones
+    were adopted after the date or are drafts, and each differs from it for some target."""
+    rng, as_of, year = ledger.rng, ledger.as_of, ledger.as_of.year
+    while True:
+        figures = {c: rng.randint(40, 400) * 5000 for c in centres}
+        versions = [figures]
+        for count in (4, 3):
+            changed = dict(versions[-1])
+            for centre in dict.fromkeys([rng.choice(targets), *rng.sample(centres, count - 1)]):
+                changed[centre] += rng.choice((-1, 1)) * rng.randint(2, 40) * 1000
+            versions.append(changed)
+        in_force = 2 if rng.randint(0, 4) < 3 else 1
+        if all(any(v[t] != versions[in_force - 1][t] for t in targets) for k, v in enumerate(versions)
+               if k != in_force - 1) and all(min(v.values()) > 50_000 for v in versions):
+            break
+    adopted = [date(year, 1, rng.randint(8, 25)),
+               date(year, 3, 1) + ledger.days(0, (as_of - date(year, 3, 1)).days - 20) if in_force == 2
+               else as_of + ledger.days(3, 40), None]
+    if in_force == 2 and rng.randint(0, 1):
+        adopted[2] = as_of + ledger.days(5, 60)
+    issued = [adopted[0] - ledger.days(5, 15), adopted[1] - ledger.days(5, 25)]
+    issued.append(max(issued[1] + ledger.days(3, 20),
+                      adopted[2] - ledger.days(5, 20) if adopted[2] else as_of + ledger.days(-30, 20)))
+    return [{"id": ids[k], "version": k + 1, "adopted": adopted[k], "issued": issued[k], "figures": versions[k]}
+            for k in range(3)]
 
 
 @dataclass(frozen=True)
 class BudgetWorld:
-    """The programme's facts, the filed archive with each document's id by role, and the request number."""
+    """One instance: the request, the centres, the book versions, the records, the store and the truth."""
 
-    facts: BudgetFacts
-    archive: dict[str, dict]
-    ids: dict[str, str]
+    company: str
     request: str
-
-
-def budget_as_of(rng: ItemRng) -> AgTask:
-    """A programme's approved budget and budget owner on a date, from a chain of dated finance announcements."""
-    world = _budget_world(rng)
-    reference = _budget_reference(world)
-    main = world.facts.main
-    checks = (Check("budget", f"gives Project {main}'s approved budget on the date"),
-              Check("owner", f"names Project {main}'s budget owner on the date"))
-    return AgTask(prompt=_budget_prompt(world), make_env=lambda: Archive(world.archive), checks=checks,
-                  evaluate=lambda env, answer: _check_budget(world.facts, answer), reference=reference,
-                  wasteful=_wasteful(reference, (0, 2, 7)))
+    symbol: str
+    as_of: date
+    centres: dict[str, str]
+    targets: list[str]
+    books: list[dict]
+    ledger: Ledger
+    documents: dict[str, dict]
+    truth: dict[str, int]
+    report: dict[str, int]
 
 
 def _budget_world(rng: ItemRng) -> BudgetWorld:
-    """The programme's facts and the archive of documents written from them."""
-    facts, archive, ids = _filed_archive(rng, _budget_facts,
-                                         (_budget_change_docs, _look_alike_docs, _filler_budget_docs))
-    return BudgetWorld(facts, archive, ids, f"FIN-{rng.fork('prompt').randint(1000, 9999)}")
+    """Draw the centres, the book and the records; write the store; evaluate the rules on the as-of date."""
+    names, dates = rng.fork("names"), rng.fork("dates")
+    year = dates.randint(2024, 2027)
+    as_of = date(year, dates.randint(7, 10), dates.randint(1, 28))
+    ids = [f"CC-{n}" for n in distinct_ints(names, 100, 899, N_CENTRES)]
+    centres = dict(zip(ids, names.sample(CENTRE_NAMES, N_CENTRES)))
+    targets, others = ids[:3], ids[3:]
+    raise_day = date(year, dates.randint(4, 6), dates.randint(1, 28))
+    ledger = Ledger(rng.fork("records"), as_of, _people(names, 8), distinct_ints(rng.fork("ids"), 1000, 9999, 90),
+                    raise_day)
+    books = _draw_books(ledger, [ledger.new_id("BB") for _ in range(3)], ids, targets)
+    _draw_records(ledger, targets, others)
+    symbol = names.choice(CURRENCIES)
+    truth = _budgets_on(books, ledger, targets, as_of)
+    report_day = as_of - ledger.days(20, 45)
+    report = _budgets_on(books, ledger, [*targets, *others[:2]], report_day)
+    world = BudgetWorld(names.choice(FIN_COMPANIES), f"FIN-{rng.fork('prompt').randint(1000, 9999)}", symbol, as_of,
+                        centres, sorted(targets), books, ledger, {}, truth, report)
+    world.documents.update(_budget_documents(world, report_day))
+    return world
+
+
+def _cash(code: str, amount: int) -> str:
+    """A whole amount after its currency code: ("EUR", 45000) -> EUR 45,000."""
+    return money(code + " ", amount)
+
+
+def _title(ledger: Ledger, reviewer: str) -> str:
+    return "Finance Director" if reviewer == ledger.reviewers[2] else "Budget Controller"
+
+
+def _centre(world: BudgetWorld, centre: str) -> str:
+    return f"{centre} ({world.centres[centre]})"
+
+
+def _change_lines(world: BudgetWorld, record: Change) -> list[str]:
+    """A change record's text: the filing first, so a snippet never shows the figures."""
+    symbol = world.symbol
+    lines = [f"Filed {record.filed.isoformat()} by {record.filer}.", f"Reason: {record.reason}."]
+    if record.kind == "AMD":
+        lines += [f"Cost centre: {_centre(world, record.centre)}",
+                  f"Change: {'increase' if record.amount > 0 else 'decrease'} of {_cash(symbol, abs(record.amount))}"]
+    elif record.kind == "TRF":
+        lines += [f"From: {_centre(world, record.source)}", f"To: {_centre(world, record.dest)}",
+                  f"Amount: {_cash(symbol, record.amount)}"]
+    else:
+        lines.append(f"Reverses: {record.reverses}")
+    return lines + [f"Effective: {record.effective.isoformat()}"]
+
+
+def _budget_documents(world: BudgetWorld, report_day: date) -> dict[str, dict]:
+    """Every document of the store: book versions, change records, corrections, approvals and memos."""
+    ledger, symbol, docs = world.ledger, world.symbol, {}
+    kinds = {"AMD": ("Amendment", "amendment"), "TRF": ("Transfer", "transfer"), "REV": ("Reversal", "reversal")}
+    for book in world.books:
+        docs[book["id"]] = _book_doc(world, book)
+    for record in ledger.changes.values():
+        docs[record.id] = _doc(record.id, "changes", f"{kinds[record.kind][0]} {record.id}", record.filed,
+                               _change_lines(world, record))
+    for fix in ledger.corrections:
+        value = fix.value.isoformat() if fix.field == "effective" else \
+            f"{'increase' if fix.value > 0 else 'decrease'} of {_cash(symbol, abs(fix.value))}"
+        docs[fix.id] = _doc(fix.id, "changes", f"Correction {fix.id}", fix.filed, [
+            f"Filed {fix.filed.isoformat()} by {fix.filer}.", f"Corrects: {fix.target}",
+            f"Field: {'effective date' if fix.field == 'effective' else 'amount'}", f"Corrected value: {value}",
+            "Reason: keying error."])
+    for decision in ledger.decisions:
+        record = ledger.changes[decision.request]
+        verdict = decision.decision + (" (withdraws the earlier approval)" if decision.decision == "rescinded" else "")
+        docs[decision.id] = _doc(decision.id, "approvals", f"Approval {decision.id}", decision.decided, [
+            f"Request: {record.id} ({kinds[record.kind][1]}), submitted by {record.filer} on "
+            f"{record.filed.isoformat()}.",
+            f"Decision: {verdict} on {decision.decided.isoformat()} by {decision.reviewer} "
+            f"({_title(ledger, decision.reviewer)})."])
+    first, second, director = ledger.reviewers
+    register, raised = ledger.new_id("REG"), ledger.raise_day
+    docs[register] = _doc(register, "approvals", "Approval limits register", raised - ledger.days(5, 20), [
+        f"Kept by the finance director's office. Each limit is the largest amount one approval of an amendment or "
+        f"transfer may carry, in whole {symbol}.",
+        f"{first} (Budget Controller): up to {_cash(symbol, CONTROLLER_LIMITS[0])} until "
+        f"{(raised - timedelta(days=1)).isoformat()}; up to {_cash(symbol, CONTROLLER_LIMITS[1])} from "
+        f"{raised.isoformat()}.",
+        f"{second} (Budget Controller): up to {_cash(symbol, CONTROLLER_LIMITS[2])}.",
+        f"{director} (Finance Director): up to {_cash(symbol, DIRECTOR_LIMIT)}."])
+    docs.update(_budget_memos(world, report_day))
+    return dict(sorted(docs.items()))
+
+
+def _book_doc(world: BudgetWorld, book: dict) -> dict:
+    year, version = world.as_of.year, book["version"]
+    status = f"Status: adopted by the finance committee on {book['adopted'].isoformat()}." if book["adopted"] \
+        else "Status: draft, not adopted."
+    previous = world.books[version - 2]["id"] if version > 1 else None
+    return _doc(book["id"], "budget", f"FY{year} budget book, version {version}", book["issued"], [
+        f"Version {version} of the FY{year} budget book, issued {book['issued'].isoformat()}.", status,
+        f"Supersedes version {version - 1} ({previous}) for every cost centre once adopted." if previous
+        else "First version of the fiscal year.", f"Opening budgets in whole {world.symbol} amounts:",
+        *[f"{c} {name}: {_cash(world.symbol, book['figures'][c])}" for c, name in sorted(world.centres.items())]])
+
+
+def _budget_memos(world: BudgetWorld, report_day: date) -> dict[str, dict]:
+    """A stale status report, an e-mail doubting the reinstatement, and a forecast: commentary, not records."""
+    ledger, symbol, people = world.ledger, world.symbol, world.ledger.people
+    chain, first, second = (ledger.roles[k] for k in ("chain", "chain_reversal", "chain_reinstatement"))
+    centre = ledger.changes[chain].centre
+    reinstated = next(d.decided for d in ledger.decisions if d.request == second)
+    ids = [ledger.new_id("MEMO") for _ in range(3)]
+    forecast = {c: world.report[c] - ledger.rng.randint(10, 90) * 1000 for c in world.report}
+    return {
+        ids[0]: _doc(ids[0], "memos", "Budget status report", report_day, [
+            f"Prepared by {people[7]} for the finance committee, for information.",
+            f"Approved budgets as reported on {report_day.isoformat()}:",
+            *[f"{_centre(world, c)}: {_cash(symbol, v)}" for c, v in sorted(world.report.items())]]),
+        ids[1]: _doc(ids[1], "memos", f"E-mail: RE: {second}", reinstated + ledger.days(1, 6), [
+            f"From: {people[1]} (Finance Operations)", "To: cost centre owners",
+            f"I believe {second} was keyed in error: {first} should stand, so {chain} stays reversed and "
+            f"{centre} is lower than the ledger suggests. I will raise it with the controller."]),
+        ids[2]: _doc(ids[2], "memos", "Year-end spend forecast", world.as_of - ledger.days(2, 15), [
+            f"Prepared by {people[7]}. Forecast spend to year end, not budgets:",
+            *[f"{_centre(world, c)}: {_cash(symbol, v)}" for c, v in sorted(forecast.items())]]),
+    }
+
+
+def budget_as_of(rng: ItemRng) -> AgTask:
+    """Three cost centres' budgets at close of business on a date, from versioned books and approved records."""
+    world = _budget_world(rng)
+    reference = _budget_reference(world)
+    checks = tuple(Check(f"centre_{k + 1}", f"gives {c}'s budget at close of business on {world.as_of.isoformat()} "
+                                            f"exactly") for k, c in enumerate(world.targets))
+    return AgTask(prompt=_budget_prompt(world), make_env=lambda: BudgetStore(world.documents, BUDGET_API),
+                  checks=checks, evaluate=lambda env, answer: _check_budgets(world, answer), reference=reference,
+                  wasteful=_wasteful(reference, (2, 6, 14)))
 
 
 def _budget_prompt(world: BudgetWorld) -> str:
-    """The finance request and the answer's form."""
-    f = world.facts
-    return (f"Finance request {world.request} at {f.company}. Using the document archive (tools: search, "
-            f"read_document), find the approved budget of Project {f.main} as it stood at close of business on "
-            f"{_day(f.cutoff)}, and the name of the person who was its budget owner on that date. Budget changes "
-            f"count from their effective dates; the archive holds drafts, corrections and look-alike names, so "
-            f"check what you rely on.\n"
-            f"When you are done, call submit with the answer in the form "
-            f"`budget: <amount in {f.symbol}>; owner: <full name>`.")
+    a, b, c = world.targets
+    return (f"Finance request {world.request} at {world.company}. Report the approved budget of cost centres {a}, {b} "
+            f"and {c} as it stood at close of business on {world.as_of.isoformat()}. The finance document store "
+            f"holds the budget book, the budget change records, their approvals and memos (tools: describe_api, "
+            f"search, read_document); describe_api documents the search and the rules for which records count.\n"
+            f"When you are done, call submit with the answer in the form `{a}: <amount>; {b}: <amount>; "
+            f"{c}: <amount>` (whole {world.symbol} amounts).")
 
 
-def _check_budget(f: BudgetFacts, answer: str | None) -> dict[str, bool]:
-    """The budget checks on the answer."""
-    return {"budget": amount_matches(answer, "budget", f.budget, f.traps),
-            "owner": name_matches(answer, "owner", f.owner, f.everyone)}
+def budget_in_answer(answer: str | None, centre: str) -> float | None:
+    """The amount the answer gives for a centre: the first figure after its last labelled mention that has one."""
+    found = [scaled_amounts(s) for s in _segments(answer or "", re.escape(centre))]
+    found = [f for f in found if f]
+    return found[-1][0] if found else None
+
+
+def _check_budgets(world: BudgetWorld, answer: str | None) -> dict[str, bool]:
+    verdicts = {}
+    for k, centre in enumerate(world.targets):
+        given = budget_in_answer(answer, centre)
+        verdicts[f"centre_{k + 1}"] = given is not None and abs(given - world.truth[centre]) < 0.5
+    return verdicts
 
 
 def _budget_reference(world: BudgetWorld) -> tuple[Call, ...]:
-    """The efficient researcher: the budget memos, the ownership chain, then the merged programme's budget."""
-    f, ids = world.facts, world.ids
-    answer = f"budget: {money(f.symbol, f.budget)}; owner: {f.owner}"
-    return (Call("search", {"query": f"Project {f.main} budget"}),
-            Call("read_document", {"doc_id": ids["increase"]}),
-            Call("read_document", {"doc_id": ids["correction"]}),
-            Call("read_document", {"doc_id": ids["cut"]}),
-            Call("search", {"query": f"Project {f.main} {f.merged} owner"}),
-            Call("read_document", {"doc_id": ids["charter"]}),
-            Call("read_document", {"doc_id": ids["merge"]}),
-            Call("read_document", {"doc_id": ids["handover"]}),
-            Call("read_document", {"doc_id": ids["follow_up"]}),
-            Call("search", {"query": f"Project {f.merged} budget"}),
-            Call("read_document", {"doc_id": ids["merged_charter"]}),
-            Call("read_document", {"doc_id": ids["merged_cut"]}),
-            Call("submit", {"answer": answer}))
+    """The efficient researcher: the rules, the book version in force, each target's records, and for every record
+    the approvals, reversals and corrections that name it (approvals decided after the date need no read)."""
+    store, as_of = BudgetStore(world.documents, BUDGET_API), world.as_of.isoformat()
+    calls = [Call("describe_api", {"topic": t}) for t in BUDGET_API]
+    for hit in _all_pages(store, calls, "approval limits", "approvals"):
+        _read_all(store, calls, hit["id"])
+    _all_pages(store, calls, "budget book", "budget")
+    in_force = _in_force(world.books, world.as_of)
+    for book in sorted(world.books, key=lambda b: -b["version"]):
+        if book is in_force:
+            _read_all(store, calls, book["id"])
+            break
+        calls.append(Call("read_document", {"doc_id": book["id"]}))
+    queue: list[str] = []
+    for centre in world.targets:
+        queue += [h["id"] for h in _all_pages(store, calls, centre, "changes") if h["id"] not in queue]
+    for record_id in queue:
+        _read_all(store, calls, record_id)
+        for hit in _all_pages(store, calls, record_id):
+            other = hit["id"]
+            if other.startswith("COR-") or (other.startswith("APR-") and hit["date"] <= as_of):
+                _read_all(store, calls, other)
+            elif other.startswith("REV-") and world.ledger.changes[other].reverses == record_id:
+                queue.append(other)
+    answer = "; ".join(f"{c}: {_cash(world.symbol, world.truth[c])}" for c in world.targets)
+    return (*calls, Call("submit", {"answer": answer}))
+
+
+# ------------------------------------------------------------------------------- task 2: the incident dossier
+
+OPS_COMPANIES = ("Larkspur Commerce", "Quayside Retail", "Tallgrass Travel", "Brightpath Books", "Copperleaf Market",
+                 "Northwind Tickets")
+EDGE_NAMES = ("storefront-gw", "edge-proxy", "web-gateway", "api-gateway")
+API_NAMES = ("checkout-api", "orders-api", "booking-api", "basket-api")
+TIER2_NAMES = ("payments", "inventory", "pricing", "auth", "profile", "catalog", "loyalty", "tax-engine")
+TIER3_NAMES = ("ledger-db", "orders-db", "session-cache", "event-queue", "search-index", "customer-db")
+BATCH_NAMES = ("reporting-batch", "analytics-etl", "billing-export")
+SITES = (("fra", 60), ("lon", 0), ("nyc", -300), ("sgp", 480), ("blr", 330), ("ath", 120), ("chi", -360),
+         ("dub", 0), ("tor", -300), ("hel", 120))
+FAULTS = (("lower the {dep} connection pool from 64 to 8", "connection pool to {dep} exhausted, request rejected",
+           "client connections from {host} aborted mid-handshake"),
+          ("enable strict TLS verification for {dep}", "TLS handshake with {dep} failed: certificate name mismatch",
+           "{host} dropped TLS sessions during handshake"),
+          ("rotate the {dep} service credentials", "authentication to {dep} failed: password rejected",
+           "repeated failed logins from {host}"),
+          ("cut the {dep} client timeout from 2000 ms to 50 ms", "call to {dep} timed out after 50 ms",
+           "{host} cancelled queries before completion"),
+          ("switch the {dep} client to the v3 serialiser", "cannot decode reply from {dep}: unexpected token",
+           "malformed requests from {host}"))
+ROUTINE = ("patch the base image", "raise log retention to 14 days", "rotate TLS certificates", "tune garbage "
+           "collection", "add a dashboard panel", "update the alert thresholds", "scale to four replicas")
+CUSTOMERS = ("Hollis Garden Supplies", "Marlow & Daughters", "Peregrine Cycles", "Juno Pet Care", "Birchwood Bakery",
+             "Oakline Studios", "Saltwater Surf Co", "Finch Analytics", "Redbrick Lettings", "Tidepool Toys")
+OPS_API = {
+    "search": (
+        "search(query, collection, page) finds the documents that contain every word of the query, in the title or "
+        "the text, ignoring case; an id such as INC-4821 or CHG-50211 and a service or host name such as "
+        "payments-2.fra are one word. Hits come oldest first, "
+        f"{PAGE_HITS} to a page, each as 'id (collection, date) title — opening of the text'. "
+        f"read_document(doc_id, page) shows a document {PAGE_LINES} lines to a page. Collections: tickets (incident "
+        "and helpdesk tickets), partner (partner desk exports), chat (chat exports), changes (change records), "
+        "runbooks, postmortems."),
+    "systems": (
+        "Systems and their clocks. Helpdesk and incident tickets (collection tickets) and change records (CHG-, "
+        "collection changes) give times in UTC. A partner desk export (PD-) and a chat export (CHAT-) state their "
+        "time zone in their first line. Service logs (query_logs) show each line's host and the time as that host "
+        "logged it, in the host's local zone and with the host's clock error; the current operations runbook "
+        "(collection runbooks) gives each host's zone offset and clock error: UTC = logged time - zone offset - "
+        "clock error. get_service shows a service's hosts and the services it depends on; list_services lists "
+        "them all."),
+    "dossier": (
+        "Dossier definitions. (1) The incident window starts at the time the incident ticket states; ERROR lines "
+        "from before that moment (in UTC) are unrelated. (2) The failure path is the edge service named in the "
+        "incident ticket and every service it depends on, directly or through others; a service off the path "
+        "cannot cause the edge's failures. (3) origin: the service on the failure path whose earliest ERROR line in "
+        "the window is the earliest of all in UTC. (4) root_cause: the last change to the origin service completed "
+        "before the origin's earliest error in the window; a cancelled change did not run. (5) impact_start: the "
+        "UTC time of the edge service's earliest ERROR line in the window. (6) detected: the first alert that fired "
+        "(FIRING) at or after the origin's earliest error, on the origin or on a service that depends on it "
+        "directly or through others, in UTC. (7) first_report: the customer ticket linked to the incident that was "
+        "created first, in the helpdesk or in the partner desk export. Times are to the second."),
+}
+LOG_LEVELS = ("ERROR", "WARN", "INFO", "ALL")
+SERVICE_PAGE = 6
+STAMP = "%Y-%m-%d %H:%M:%S"
+
+
+class OpsStore(DocStore):
+    """The operations document store, the service catalogue and the service logs."""
+
+    @tool("Documentation of the operations tools. Topics: 'search' (search and reading), 'systems' (which system "
+          "keeps which clock), 'dossier' (the definitions of the dossier's fields).",
+          {"topic": {"type": "string", "enum": list(OPS_API)}})
+    def describe_api(self, topic: str) -> Any:
+        return self._describe(topic)
+
+    @tool(f"Service catalogue: one page of the list of services (name and team), {SERVICE_PAGE} to a page.",
+          {"page": {"type": "integer", "description": "page, from 1"}}, required=[])
+    def list_services(self, page: int = 1) -> Any:
+        rows = [{"name": s["name"], "team": s["team"]} for s in self.state["services"].values()]
+        listed, pages = _page_of(rows, page, SERVICE_PAGE)
+        return {"page": page, "pages": pages, "services": listed}
+
+    @tool("Service catalogue: one service in full: team, hosts and the services it depends on.",
+          {"name": {"type": "string", "description": "a service name, e.g. checkout-api"}})
+    def get_service(self, name: str) -> Any:
+        service = self.state["services"].get(name.strip().lower())
+        if service is None:
+            raise ToolError(f"no service {name[:40]!r}; list_services lists them")
+        return copy.deepcopy(service)
+
+    @tool(f"Service logs: one service's log lines from all its hosts, in order of logged time, {PAGE_LINES} to a "
+          f"page; each line is '<logged time> <host> <LEVEL> <message>'. since (YYYY-MM-DD HH:MM:SS, compared with "
+          f"the logged times as written) and level (ERROR, WARN, INFO or ALL) filter the lines.",
+          {"service": {"type": "string"}, "since": {"type": "string", "description": "YYYY-MM-DD HH:MM:SS"},
+           "level": {"type": "string", "enum": list(LOG_LEVELS)}, "page": {"type": "integer"}},
+          required=["service"])
+    def query_logs(self, service: str, since: str = "", level: str = "ALL", page: int = 1) -> Any:
+        lines = self.state["logs"].get(service.strip().lower())
+        if lines is None:
+            raise ToolError(f"no service {service[:40]!r}; list_services lists them")
+        since = since.strip()
+        if since:
+            try:
+                since = datetime.strptime(since.replace("T", " ").rstrip("Z"), STAMP).strftime(STAMP)
+            except ValueError:
+                raise ToolError("since must be a time YYYY-MM-DD HH:MM:SS") from None
+        chosen = [ln for ln in lines if ln[:19] >= since and (level == "ALL" or ln.split(" ", 4)[3] == level)]
+        rows, pages = _page_of(chosen, page, PAGE_LINES)
+        return {"service": service.strip().lower(), "since": since or None, "level": level, "page": page,
+                "pages": pages, "matches": len(chosen), "lines": rows}
+
+
+@dataclass
+class OpsWorld:
+    """One incident: the cast, the topology, the clocks, the story's times, the records and the truth."""
+
+    company: str
+    incident: str
+    day: date
+    services: dict[str, dict]
+    hosts: dict[str, dict]
+    edge: str
+    origin: str
+    dep: str
+    batch: str
+    noise: str
+    affected: list[str]
+    closure: list[str]
+    window: datetime
+    times: dict[str, datetime]
+    changes: list[dict] = field(default_factory=list)
+    chat: dict[str, Any] = field(default_factory=dict)
+    helpdesk: list[dict] = field(default_factory=list)
+    partner: dict[str, Any] = field(default_factory=dict)
+    logs: dict[str, list[str]] = field(default_factory=dict)
+    documents: dict[str, dict] = field(default_factory=dict)
+    ids: dict[str, str] = field(default_factory=dict)
+    truth: dict[str, str] = field(default_factory=dict)
+    people: list[str] = field(default_factory=list)
+
+
+def _zone(minutes: int) -> str:
+    sign = "+" if minutes >= 0 else "-"
+    return f"UTC{sign}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
+
+
+def _secs(value: int) -> str:
+    return f"{'+' if value >= 0 else '-'}{abs(value)} s"
+
+
+def _logged(world: OpsWorld, host: str, moment: datetime) -> datetime:
+    """What a host's clock showed at a UTC moment: its zone plus its (true) clock error."""
+    spec = world.hosts[host]
+    return moment + timedelta(minutes=spec["zone"], seconds=spec["error"])
+
+
+def _closure(services: dict[str, dict], start: str) -> list[str]:
+    """The start service and everything it depends on, directly or through others, breadth first."""
+    found, queue = [start], [start]
+    while queue:
+        for dep in services[queue.pop(0)]["depends_on"]:
+            if dep not in found:
+                found.append(dep)
+                queue.append(dep)
+    return found
+
+
+def _dependents(services: dict[str, dict], target: str) -> list[str]:
+    """The target and every service that depends on it, directly or through others."""
+    return [s for s in services if target in _closure(services, s)]
+
+
+def _ops_topology(rng: ItemRng) -> tuple[dict[str, dict], dict[str, str]]:
+    """The service catalogue: an edge over an API over four mid-tier services over four backends, and a
+    batch job with its warehouse off the edge's path."""
+    edge, api, batch = rng.choice(EDGE_NAMES), rng.choice(API_NAMES), rng.choice(BATCH_NAMES)
+    tier2, tier3 = rng.sample(TIER2_NAMES, 4), rng.sample(TIER3_NAMES, 4)
+    depends = {edge: [api, tier2[0]], api: list(tier2), batch: ["warehouse-db"], "warehouse-db": []}
+    for index, name in enumerate(tier2):
+        depends[name] = list(dict.fromkeys([tier3[index % len(tier3)], *rng.sample(tier3, rng.randint(0, 1))]))
+    for name in tier3:
+        depends[name] = []
+    names = [edge, api, *tier2, *tier3, batch, "warehouse-db"]
+    teams = {name: f"{name.split('-')[0]} team" for name in names}
+    services = {name: {"name": name, "team": teams[name], "hosts": [], "depends_on": sorted(depends[name])}
+                for name in sorted(names)}
+    return services, {"edge": edge, "api": api, "batch": batch}
+
+
+def _ops_hosts(rng: ItemRng, world: OpsWorld) -> None:
+    """Hosts for every service (two for the edge) with zones and clock errors, and the runbook's two tables: the
+    current one lists the edge's second host with an error its erratum corrects; the superseded one gives the
+    origin's host a stale error, so either mistake reorders the first errors."""
+    positive = [s for s in SITES if s[1] >= 60]
+    for name, service in world.services.items():
+        site, zone = rng.choice(positive if name == world.noise else SITES)
+        for number in sorted(rng.sample(range(1, 10), 2 if name == world.edge else 1)):
+            host = f"{name}-{number}.{site}"
+            service["hosts"].append(host)
+            world.hosts[host] = {"zone": zone, "error": rng.randint(-40, 40)}
+    hosts = world.hosts
+    origin_host, dep_host = world.services[world.origin]["hosts"][0], world.services[world.dep]["hosts"][0]
+    hosts[origin_host]["error"] = rng.randint(70, 150)
+    hosts[dep_host]["error"] = rng.randint(-30, 10)
+    first, second = rng.sample(world.services[world.edge]["hosts"], 2)
+    hosts[first]["error"], hosts[second]["error"] = rng.randint(30, 60), rng.randint(-30, -5)
+    for spec in hosts.values():
+        spec["listed"] = spec["old"] = spec["error"]
+    hosts[second]["listed"] = hosts[second]["old"] = hosts[second]["error"] + rng.randint(35, 60)
+    hosts[origin_host]["old"] = rng.randint(-10, 10)
+    steady = [h for h in sorted(hosts) if h not in (origin_host, dep_host, first, second)
+              and h not in world.services[world.ids["api"]]["hosts"]]
+    for host in rng.sample(steady, 2):
+        hosts[host]["old"] += rng.choice((-1, 1)) * rng.randint(5, 30)
+    world.ids.update(edge_first=first, edge_second=second)
+
+
+def _ops_times(rng: ItemRng, world: OpsWorld) -> None:
+    """The story's moments in UTC: the origin fails first, the API and the edge after it, the origin's backend
+    complains a little later, the batch job fails just before (off the path), noise precedes the window."""
+    day = world.day
+    origin = datetime(day.year, day.month, day.day, 8) + timedelta(seconds=rng.randint(0, 5 * 3600))
+    window = origin - timedelta(minutes=rng.randint(10, 25))
+    window = window.replace(minute=window.minute - window.minute % 5, second=0)
+    api = origin + timedelta(seconds=rng.randint(3, 12))
+    edge_first = api + timedelta(seconds=rng.randint(8, 30))
+    noise_zone = world.hosts[world.services[world.noise]["hosts"][0]]["zone"]
+    world.window = window
+    world.times.update(
+        origin=origin, api=api, edge_first=edge_first, edge_second=edge_first + timedelta(seconds=rng.randint(2, 20)),
+        dep=origin + timedelta(seconds=rng.randint(15, 45)), batch=origin - timedelta(seconds=rng.randint(60, 240)),
+        rollback=origin + timedelta(seconds=rng.randint(18 * 60, 35 * 60)),
+        noise=window - timedelta(seconds=rng.randint(8 * 60, min(30, noise_zone - 5) * 60)))
+
+
+def _ops_logs(rng: ItemRng, world: OpsWorld) -> None:
+    """Every service's log lines as its hosts wrote them: routine lines, then the error bursts of the story."""
+    t, services, origin, dep = world.times, world.services, world.origin, world.dep
+    fault = FAULTS[world.ids["fault"]]
+    origin_host = services[origin]["hosts"][0]
+    entries: dict[str, list[tuple[str, str]]] = {name: [] for name in services}
+
+    def emit(name: str, host: str, moment: datetime, level: str, text: str) -> None:
+        entries[name].append((_logged(world, host, moment).strftime(STAMP), f"{host} {level} {name}: {text}"))
+
+    def burst(name: str, host: str, first: datetime, until: datetime, text: str, gap: tuple[int, int]) -> None:
+        moment = first
+        while moment <= until:
+            emit(name, host, moment, "ERROR", text)
+            moment += timedelta(seconds=rng.randint(*gap))
+
+    start, end = world.window - timedelta(minutes=75), t["origin"] + timedelta(minutes=45)
+    for name, service in services.items():
+        for host in service["hosts"]:
+            moment = start + timedelta(seconds=rng.randint(0, 300))
+            while moment < end:
+                level = "WARN" if rng.randint(0, 9) == 0 else "INFO"
+                text = f"slow request {rng.randint(800, 2500)} ms" if level == "WARN" else \
+                    f"health ok, {rng.randint(40, 900)} req/s, p99 {rng.randint(30, 400)} ms"
+                emit(name, host, moment, level, text)
+                moment += timedelta(seconds=rng.randint(150, 420))
+    stop = t["rollback"]
+    burst(origin, origin_host, t["origin"], stop, fault[1].format(dep=dep), (20, 60))
+    burst(dep, services[dep]["hosts"][0], t["dep"], t["dep"] + timedelta(seconds=rng.randint(180, 360)),
+          fault[2].format(host=origin_host), (20, 60))
+    api = world.ids["api"]
+    burst(api, services[api]["hosts"][0], t["api"], stop + timedelta(seconds=20),
+          "request failed: an upstream dependency returned 503", (20, 60))
+    for key in ("edge_first", "edge_second"):
+        burst(world.edge, world.ids[key], t[key], stop + timedelta(seconds=30), f"502 from {api} for POST /checkout",
+              (20, 60))
+    burst(world.batch, services[world.batch]["hosts"][0], t["batch"], t["batch"] + timedelta(minutes=10),
+          "job step 'aggregate' failed: query timeout on warehouse-db", (30, 90))
+    noise_host = services[world.noise]["hosts"][0]
+    emit(world.noise, noise_host, t["noise"], "ERROR", "health check timed out; recovered on retry")
+    world.logs = {name: [f"{stamp} {rest}" for stamp, rest in sorted(lines)] for name, lines in entries.items()}
+
+
+def _ops_changes(rng: ItemRng, world: OpsWorld, numbers: list[int]) -> None:
+    """Change records: the origin's culprit, a later change cancelled before it ran, the rollback after the
+    incident and an older one; changes on the backend, the batch job (with rollbacks) and the noisy service that a
+    wrong origin would point to; routine older changes elsewhere."""
+    t, day, people = world.times, world.day, world.people
+
+    def add(service: str, summary: str, end: datetime, status: str = "completed", role: str = "") -> str:
+        change_id = f"CHG-{numbers.pop()}"
+        world.changes.append({"id": change_id, "service": service, "summary": summary, "status": status,
+                              "start": end - timedelta(seconds=rng.randint(120, 700)), "end": end,
+                              "requester": rng.choice(people)})
+        if role:
+            world.ids[role] = change_id
+        return change_id
+
+    def minutes(low: int, high: int) -> timedelta:
+        return timedelta(seconds=rng.randint(low * 60, high * 60))
+
+    origin, dep, batch = world.origin, world.dep, world.batch
+    fault = FAULTS[world.ids["fault"]]
+    add(origin, rng.choice(ROUTINE), t["origin"] - timedelta(days=rng.randint(2, 9)) + minutes(-60, 60), role="old")
+    culprit = add(origin, fault[0].format(dep=dep), t["origin"] - minutes(4, 30), role="culprit")
+    completed = world.changes[-1]["end"]
+    gap = int((t["origin"] - completed).total_seconds()) - 90
+    add(origin, rng.choice(ROUTINE), completed + timedelta(seconds=60 + rng.randint(0, gap)), "cancelled", "cancelled")
+    add(origin, f"roll back {culprit}", t["rollback"], role="rollback")
+    dep_change = add(dep, rng.choice((f"rebuild the indexes of {dep}", f"minor version upgrade of {dep}")),
+                     t["origin"] - minutes(2, 60), role="dep_change")
+    add(dep, f"roll back {dep_change}", t["rollback"] + timedelta(seconds=rng.randint(60, 300)))
+    batch_change = add(batch, "new aggregation query for the daily report", t["origin"] - minutes(5, 20),
+                       role="batch_change")
+    add(batch, f"roll back {batch_change}", t["rollback"] + timedelta(seconds=rng.randint(-200, 200)))
+    add(world.noise, rng.choice(ROUTINE), t["noise"] - minutes(10, 180), role="noise_change")
+    for name in world.closure:
+        if not any(c["service"] == name for c in world.changes) and (name in (world.edge, world.ids["api"])
+                                                                     or rng.randint(0, 1)):
+            add(name, rng.choice(ROUTINE), t["origin"] - timedelta(days=rng.randint(1, 6)) + minutes(-90, 90))
+    world.changes.sort(key=lambda c: c["end"])
+
+
+def _ops_chat(rng: ItemRng, world: OpsWorld) -> None:
+    """The war-room export: bot alerts (a flap before the window, the batch job's correlated CPU alert, the
+    incident's alerts, the backend's) and people's guesses, in the exporter's zone."""
+    t, ids, people, affected = world.times, world.ids, world.people, world.affected
+    lines: list[tuple[datetime, str, str]] = []
+
+    def at(moment: datetime, who: str, text: str) -> None:
+        lines.append((moment, who, text))
+
+    def secs(low: int, high: int) -> timedelta:
+        return timedelta(seconds=rng.randint(low, high))
+
+    def alert(moment: datetime, state: str, service: str, name: str) -> None:
+        at(moment, "monitor-bot", f"{state} {service}-{name} (service {service})")
+
+    flap, first, second = rng.choice(affected), rng.choice(affected), rng.choice(affected)
+    flapped = world.window - secs(15 * 60, 35 * 60)
+    at(world.window - secs(40 * 60, 55 * 60), people[0], "morning all, quiet so far")
+    alert(flapped, "FIRING", flap, "latency-p99")
+    alert(flapped + secs(60, 180), "RESOLVED", flap, "latency-p99")
+    at(flapped + secs(200, 300), people[1], f"{flap} latency blip cleared by itself")
+    at(t["batch"] - secs(120, 600), people[2],
+       f"{ids['batch_change']} is live on {world.batch}; heavy report run today")
+    alert(t["origin"] - secs(30, 120), "FIRING", world.batch, "cpu-high")
+    detected = t["origin"] + secs(40, 150)
+    alert(detected, "FIRING", first, "error-rate")
+    alert(detected + secs(10, 60), "FIRING", world.dep, "connections-high")
+    alert(detected + secs(70, 160), "FIRING", second, "5xx-rate")
+    at(detected + secs(180, 240), people[3], f"checkout is failing. The {world.batch} CPU alert fired just before and "
+                                             f"{ids['batch_change']} went out this morning, my bet is on that")
+    at(detected + secs(250, 320), people[1], f"{world.dep} is throwing errors too, and {ids['dep_change']} touched it "
+                                             f"today")
+    at(detected + secs(330, 400), people[4], f"nothing obvious on {world.origin} dashboards yet")
+    at(detected + secs(420, 500), people[2], f"partner desk is getting calls as well; tickets are linked to "
+                                             f"{world.incident}")
+    at(t["rollback"] - secs(240, 400), people[3], f"rolling back {ids['batch_change']}, {ids['dep_change']} and "
+                                                  f"{ids['culprit']} to be safe")
+    for service, name in ((first, "error-rate"), (world.dep, "connections-high"), (second, "5xx-rate")):
+        alert(t["rollback"] + secs(60, 180), "RESOLVED", service, name)
+    at(t["rollback"] + secs(240, 400), people[1], f"error rates back to normal; {people[5]} owns the dossier")
+    zone = rng.choice((60, 120, -300, 330, -360, 480))
+    world.chat = {"zone": zone, "lines": sorted(lines)}
+    world.truth["detected"] = detected.strftime(STAMP)
+
+
+def _ops_tickets(rng: ItemRng, world: OpsWorld, numbers: list[int]) -> None:
+    """Helpdesk tickets (UTC) and the partner desk export (its own zone): linked and unlinked, and the first linked
+    report on either side."""
+    t = world.times
+    first_helpdesk = t["edge_first"] + timedelta(seconds=rng.randint(90, 360))
+    partner_first = rng.randint(0, 1) == 1
+    if partner_first:
+        first_partner, zone = first_helpdesk - timedelta(seconds=rng.randint(10, 80)), rng.choice((60, 120, 180))
+    else:
+        first_partner, zone = first_helpdesk + timedelta(seconds=rng.randint(20, 200)), rng.choice((-300, -240, -360))
+    customers = rng.sample(CUSTOMERS, 9)
+    created = [first_helpdesk + timedelta(seconds=s) for s in (0, *sorted(rng.sample(range(40, 900), 4)))]
+    for moment, customer in zip(created, customers):
+        world.helpdesk.append({"id": f"CS-{numbers.pop()}", "customer": customer, "created": moment,
+                               "linked": world.incident, "subject": rng.choice(("card payment fails at checkout",
+                                                                                 "order will not go through",
+                                                                                 "checkout shows an error"))})
+    world.helpdesk.append({"id": f"CS-{numbers.pop()}", "customer": customers[5], "linked": None,
+                           "created": t["origin"] - timedelta(seconds=rng.randint(3600, 3 * 3600)),
+                           "subject": "copy of last month's invoice"})
+    world.helpdesk.append({"id": f"CS-{numbers.pop()}", "customer": customers[6], "linked": world.ids["old_incident"],
+                           "created": first_helpdesk - timedelta(seconds=rng.randint(100, 900)),
+                           "subject": "delivery status not updating"})
+    rows = [(first_partner, world.incident, "payment at checkout fails")]
+    rows += [(first_partner + timedelta(seconds=rng.randint(60, 900)), world.incident, "checkout error")
+             for _ in range(2)]
+    rows += [(t["origin"] - timedelta(seconds=rng.randint(600, 7200)), None, "password reset request"),
+             (t["origin"] - timedelta(seconds=rng.randint(600, 7200)), None, "invoice address change"),
+             (first_partner - timedelta(seconds=rng.randint(30, 500)), None, "question about opening hours"),
+             (first_partner - timedelta(seconds=rng.randint(30, 500)), world.ids["old_incident"], "late delivery"),
+             (first_partner + timedelta(seconds=rng.randint(60, 900)), None, "change of delivery address"),
+             (first_partner + timedelta(seconds=rng.randint(60, 900)), None, "gift card balance")]
+    world.partner = {"zone": zone, "rows": sorted((m, f"PX-{numbers.pop()}", link, text) for m, link, text in rows)}
+    helpdesk_first = world.helpdesk[0]["id"]
+    partner_id = next(r[1] for r in world.partner["rows"] if r[2] == world.incident)
+    world.truth["first_report"] = partner_id if partner_first else helpdesk_first
+
+
+def _ops_world(rng: ItemRng) -> OpsWorld:
+    """Draw the topology, the clocks, the story and the records; write the store; derive the dossier's truth."""
+    names, clock, story = rng.fork("names"), rng.fork("clock"), rng.fork("story")
+    numbers = distinct_ints(rng.fork("ids"), 10000, 99999, 60)
+    services, roles = _ops_topology(names)
+    day = date(story.randint(2024, 2027), story.randint(1, 12), story.randint(1, 28))
+    tier2 = [s for s in services[roles["api"]]["depends_on"]]
+    origin = story.choice(tier2)
+    dep = story.choice(services[origin]["depends_on"])
+    closure = _closure(services, roles["edge"])
+    affected = [s for s in _dependents(services, origin) if s in closure]
+    noise = story.choice([s for s in closure if s not in (origin, dep, roles["edge"])])
+    world = OpsWorld(names.choice(OPS_COMPANIES), f"INC-{numbers.pop()}", day, services, {}, roles["edge"], origin,
+                     dep, roles["batch"], noise, affected, closure, datetime(day.year, day.month, day.day), {},
+                     people=_people(names, 8))
+    world.ids.update(api=roles["api"], fault=story.randint(0, len(FAULTS) - 1), old_incident=f"INC-{numbers.pop()}")
+    _ops_hosts(clock, world)
+    _ops_times(story, world)
+    _ops_logs(story, world)
+    _ops_changes(story, world, numbers)
+    _ops_chat(story, world)
+    _ops_tickets(story, world, numbers)
+    for key, prefix in (("chat", "CHAT"), ("partner", "PD"), ("runbook", "RB"), ("old_runbook", "RB"),
+                        ("guide", "RB"), ("postmortem", "PM")):
+        world.ids[key] = f"{prefix}-{numbers.pop()}"
+    world.truth.update(origin=origin, root_cause=world.ids["culprit"],
+                       impact_start=world.times["edge_first"].strftime(STAMP))
+    world.documents.update(_ops_documents(world))
+    return world
+
+
+def _local(moment: datetime, zone: int) -> str:
+    return (moment + timedelta(minutes=zone)).strftime(STAMP)
+
+
+def _runbook_lines(world: OpsWorld, current: bool) -> list[str]:
+    ids, hosts, day = world.ids, world.hosts, world.day
+    key = "listed" if current else "old"
+    head = (f"Operations runbook, revision 2 (current). Supersedes revision 1 ({ids['old_runbook']})." if current else
+            f"Operations runbook, revision 1. Superseded by revision 2 ({ids['runbook']}): its clock table is out "
+            f"of date.")
+    lines = [head, "Service logs are written in each host's local time and carry the host's clock error, so",
+             "logged time = UTC + zone offset + clock error, and UTC = logged time - zone offset - clock error.",
+             f"Clock errors as measured on {(day - timedelta(days=40 if current else 200)).isoformat()}; a positive "
+             f"error means the host's clock runs ahead."]
+    lines += [f"{h}: zone {_zone(spec['zone'])}, clock error {_secs(spec[key])}" for h, spec in sorted(hosts.items())]
+    if current:
+        second = ids["edge_second"]
+        lines.append(f"Erratum ({(day - timedelta(days=3)).isoformat()}): the clock error of {second} is "
+                     f"{_secs(hosts[second]['error'])}, not {_secs(hosts[second]['listed'])} as listed above.")
+    return lines
+
+
+def _ops_documents(world: OpsWorld) -> dict[str, dict]:
+    """Every document of the store: tickets, the partner export, the chat export, change records, runbooks and an
+    old postmortem."""
+    ids, day, people, incident = world.ids, world.day, world.people, world.incident
+    docs = {incident: _doc(incident, "tickets", f"Incident {incident}: checkout failures", day, [
+        f"Opened {(world.times['edge_first'] + timedelta(minutes=6)).strftime(STAMP)} UTC by {people[0]} (on-call).",
+        f"Summary: customers cannot complete checkout through {world.edge}.", f"Edge service: {world.edge}",
+        f"Incident window starts: {world.window.strftime(STAMP)} UTC",
+        f"War-room chat export: {ids['chat']}. Partner desk reports: {ids['partner']}.",
+        f"Dossier owner: {people[5]}. The dossier's definitions: describe_api topic 'dossier'."])}
+    for ticket in world.helpdesk:
+        docs[ticket["id"]] = _doc(ticket["id"], "tickets", f"Helpdesk ticket {ticket['id']}: {ticket['subject']}",
+                                  ticket["created"].date(), [
+            f"Customer: {ticket['customer']}", f"Subject: {ticket['subject']}", "Channel: e-mail to support",
+            f"Linked incident: {ticket['linked'] or 'none'}", f"Created: {ticket['created'].strftime(STAMP)} UTC"])
+    zone = world.partner["zone"]
+    docs[ids["partner"]] = _doc(ids["partner"], "partner", f"Partner desk export {day.isoformat()}", day, [
+        f"Partner desk tickets of {day.isoformat()}. Times are the partner desk's local time, {_zone(zone)}.",
+        *[f"{number} | {_local(moment, zone)} | linked: {link or '-'} | {text}"
+          for moment, number, link, text in world.partner["rows"]]])
+    zone = world.chat["zone"]
+    docs[ids["chat"]] = _doc(ids["chat"], "chat", f"Chat export #war-room {day.isoformat()}", day, [
+        f"Export of #war-room on {day.isoformat()}. Times are the exporter's local time, {_zone(zone)}.",
+        *[f"[{(m + timedelta(minutes=zone)).strftime('%H:%M:%S')}] {who}: {text}"
+          for m, who, text in world.chat["lines"]]])
+    for change in world.changes:
+        when = ([f"Scheduled: {change['end'].strftime(STAMP)} UTC", "Status: cancelled before start (did not run)"]
+                if change["status"] == "cancelled" else
+                [f"Started: {change['start'].strftime(STAMP)} UTC", f"Completed: {change['end'].strftime(STAMP)} UTC",
+                 "Status: completed"])
+        docs[change["id"]] = _doc(change["id"], "changes", f"Change {change['id']}: {change['summary']}",
+                                  change["end"].date(), [f"Requested by {change['requester']}.",
+                                                         f"Summary: {change['summary']}.",
+                                                         f"Service: {change['service']}", *when])
+    docs[ids["runbook"]] = _doc(ids["runbook"], "runbooks", "Operations runbook, revision 2",
+                                day - timedelta(days=38), _runbook_lines(world, True))
+    docs[ids["old_runbook"]] = _doc(ids["old_runbook"], "runbooks", "Operations runbook, revision 1",
+                                    day - timedelta(days=198), _runbook_lines(world, False))
+    docs[ids["guide"]] = _doc(ids["guide"], "runbooks", "On-call guide", day - timedelta(days=300), [
+        "Page the owning team of the failing service first.", "Before comparing log times across hosts, "
+        "correct each host's clock error and zone (see the operations runbook).",
+        "Roll back recent changes when in doubt; record every rollback as a change."])
+    docs[ids["postmortem"]] = _doc(ids["postmortem"], "postmortems", f"Postmortem {ids['old_incident']}",
+                                   day - timedelta(days=34), [
+        f"{world.dep} ran out of connections for 12 minutes after a failover.", "Root cause: a failover script left "
+        "the standby with the default connection limit.", f"Follow-up: watch {world.dep} connection alerts."])
+    return dict(sorted(docs.items()))
+
+
+DOSSIER_FIELDS = (("origin", "origin", "names {inc}'s origin service"),
+                  ("root_cause", r"root[ _]cause", "names {inc}'s root-cause change"),
+                  ("impact_start", r"impact[ _]start", "gives {inc}'s impact start in UTC, to the second"),
+                  ("detected", "detected", "gives {inc}'s detection time in UTC, to the second"),
+                  ("first_report", r"first[ _]report", "names {inc}'s first customer report"))
+
+
+def incident_dossier(rng: ItemRng) -> AgTask:
+    """An incident's origin, root cause, impact start, detection and first report from logs, tickets and chat."""
+    world = _ops_world(rng)
+    reference = _ops_reference(world)
+    checks = tuple(Check(key, text.format(inc=world.incident)) for key, _, text in DOSSIER_FIELDS)
+    return AgTask(prompt=_ops_prompt(world), make_env=lambda: _ops_store(world), checks=checks,
+                  evaluate=lambda env, answer: _check_dossier(world, answer), reference=reference,
+                  wasteful=_wasteful(reference, (3, 9, 20)))
+
+
+def _ops_store(world: OpsWorld) -> OpsStore:
+    return OpsStore(world.documents, OPS_API, {"services": world.services, "logs": world.logs})
+
+
+def _ops_prompt(world: OpsWorld) -> str:
+    return (f"You are the incident analyst at {world.company}. Build the dossier of incident {world.incident}: its "
+            f"origin service, root-cause change, impact start, detection time and first customer report. The "
+            f"operations store holds the tickets, the partner desk export, the war-room chat export, the change "
+            f"records and the runbooks; the service catalogue and the service logs have their own tools. "
+            f"describe_api defines every field of the dossier and says how each system keeps time.\n"
+            f"When you are done, call submit with the answer in the form `origin: <service>; root_cause: <change "
+            f"id>; impact_start: <YYYY-MM-DD HH:MM:SS> UTC; detected: <YYYY-MM-DD HH:MM:SS> UTC; first_report: "
+            f"<ticket id>`.")
+
+
+_CLOCK = re.compile(r"(?:(\d{4}-\d\d-\d\d)[ T])?(\d{1,2}):(\d\d):(\d\d)(\s*(?:UTC|GMT|Z\b))?", re.IGNORECASE)
+
+
+def dossier_time(segment: str, day: date) -> str | None:
+    """The time a dossier field gives, as YYYY-MM-DD HH:MM:SS: the first marked UTC, else the first; a date
+    written with it must be the incident's."""
+    found = list(_CLOCK.finditer(segment))
+    if not found:
+        return None
+    match = next((m for m in found if m.group(5)), found[0])
+    if match.group(1) and match.group(1) != day.isoformat():
+        return None
+    return f"{day.isoformat()} {int(match.group(2)):02d}:{match.group(3)}:{match.group(4)}"
+
+
+def _dossier_value(world: OpsWorld, key: str, segment: str) -> str | None:
+    if key == "origin":
+        named = [(m.start(), n) for n in world.services
+                 for m in [re.search(rf"(?<![\w.-]){re.escape(n)}(?![\w-])", segment, re.IGNORECASE)] if m]
+        return min(named)[1] if named else None
+    if key in ("impact_start", "detected"):
+        return dossier_time(segment, world.day)
+    found = re.search(r"\bCHG-\d+\b" if key == "root_cause" else r"\b(?:CS|PX)-\d+\b", segment, re.IGNORECASE)
+    return found.group(0).upper() if found else None
+
+
+def _check_dossier(world: OpsWorld, answer: str | None) -> dict[str, bool]:
+    verdicts = {}
+    for key, label, _ in DOSSIER_FIELDS:
+        values = [v for v in (_dossier_value(world, key, s) for s in _segments(answer or "", label)) if v]
+        verdicts[key] = bool(values) and values[-1] == world.truth[key]
+    return verdicts
+
+
+def _ops_reference(world: OpsWorld) -> tuple[Call, ...]:
+    """The efficient analyst: the definitions, the incident ticket and what links to it, the current runbook, the
+    failure path's services and their first errors in the window, the origin's changes that day, the chat export,
+    the partner export and the linked helpdesk tickets."""
+    store, ids = _ops_store(world), world.ids
+    calls = [Call("describe_api", {"topic": t}) for t in OPS_API]
+    _read_all(store, calls, world.incident)
+    linked = _all_pages(store, calls, world.incident)
+    _all_pages(store, calls, "clock error", "runbooks")
+    _read_all(store, calls, ids["runbook"])
+    calls += [Call("get_service", {"name": name}) for name in world.closure]
+    for name in world.closure:
+        since = min(_logged(world, h, world.window) for h in world.services[name]["hosts"]).strftime(STAMP)
+        calls.append(Call("query_logs", {"service": name, "since": since, "level": "ERROR"}))
+    for hit in _all_pages(store, calls, world.origin, "changes"):
+        if hit["date"] == world.day.isoformat() and any(c["id"] == hit["id"] and c["service"] == world.origin
+                                                         for c in world.changes):
+            _read_all(store, calls, hit["id"])
+    _read_all(store, calls, ids["chat"])
+    _read_all(store, calls, ids["partner"])
+    for hit in linked:
+        if hit["id"].startswith("CS-"):
+            _read_all(store, calls, hit["id"])
+    answer = "; ".join(f"{key}: {world.truth[key]}" + (" UTC" if key in ("impact_start", "detected") else "")
+                       for key, _, _ in DOSSIER_FIELDS)
+    return (*calls, Call("submit", {"answer": answer}))
