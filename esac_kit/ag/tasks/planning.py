@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from datetime import date, timedelta
 from typing import Any
 
-from esac_kit.ag.answers import ALNUM, cents_in, distinct_ints, dollar_figure, mentions
+from esac_kit.ag.answers import cents_in, distinct_ints, dollar_figure, signed_integers
 from esac_kit.ag.env import Environment, ToolError, tool
 from esac_kit.ag.task import AgTask, Call, Check
 from esac_kit.rng import ItemRng
@@ -78,7 +78,9 @@ EVENT_TITLES = ("1:1", "Customer call", "Design sync", "Interview", "Team standu
                 "Partner call", "Hiring panel", "Training", "Board prep", "Release review")
 FREE_TITLES = ("Optional: brown-bag", "Office hours", "Reading time", "Optional: demo day")
 HOLD_TITLES = ("Hold: vendor demo", "Hold: offsite prep", "Hold: customer visit", "Maybe: training")
-REQUEST_PAGE, PEOPLE_PAGE, CALENDAR_PAGE, ROOM_PAGE = 4, 5, 10, 4
+REQUEST_PAGE, PEOPLE_PAGE, CALENDAR_PAGE, ROOM_PAGE = 4, 5, 12, 4
+EVENT_COLUMNS = ["date", "start", "end", "show_as", "where", "title"]
+BOOKING_COLUMNS = ["date", "start", "end", "by"]
 MEETING_DOCS = {
     "scheduling": (
         "Scheduling rules (all hard). 1. A meeting lasts its request's duration_minutes and starts on the hour or "
@@ -98,8 +100,8 @@ MEETING_DOCS = {
         "or a remote office). get_person adds the time zone (a fixed UTC offset: no daylight saving change this "
         "week), working days, working hours and preferred hours, all in the person's local time (an end time is "
         "exclusive: hours 09:00-17:00 end at 17:00). get_calendar pages a person's events of the planning week in "
-        "their local time: date, start, end, show_as (busy, tentative or free) and where (a campus building, or "
-        "online). Meetings you book appear on the required attendees' calendars as busy, in the room's building."),
+        "their local time: date, start, end, show_as (busy, tentative or free), where (a campus building, or "
+        "online) and title. Meetings you book appear on the required attendees' calendars as busy, in the room's building."),
     "rooms": (
         "Rooms and bookings. list_rooms pages the campus rooms: room_id, name, building and seats. get_room adds "
         "the equipment and the room's bookings in the planning week, in UTC, yours included. book_meeting books one "
@@ -741,11 +743,10 @@ class CampusEnv(Environment):
         rows = []
         for start, end, shown, where, title in sorted(entries):
             day, clock = self._local(offset, start)
-            rows.append({"date": day, "start": clock, "end": self._local(offset, end)[1], "show_as": shown,
-                         "where": where, "title": title})
+            rows.append([day, clock, self._local(offset, end)[1], shown, where, title])
         listing = _paged(rows, page, CALENDAR_PAGE)
         return {"person_id": pid, "times": f"local, {person['time_zone']}", "page": page,
-                "pages": listing["pages"], "events": listing["rows"]}
+                "pages": listing["pages"], "columns": EVENT_COLUMNS, "events": listing["rows"]}
 
     @tool("Rooms: one page of the campus rooms (room id, name, building, seats).", {"page": {"type": "integer"}})
     def list_rooms(self, page: int) -> Any:
@@ -762,8 +763,8 @@ class CampusEnv(Environment):
             if b["room_id"] == room["room_id"]]
         week = self._week
         return {**{k: room[k] for k in ("room_id", "name", "building", "seats", "equipment")}, "times": "UTC",
-                "bookings": [{"date": week.utc_text(s)[:10], "start": _clock(s % DAY), "end": _clock(e % DAY),
-                              "by": who} for s, e, who in sorted(taken)]}
+                "columns": BOOKING_COLUMNS, "bookings": [[week.utc_text(s)[:10], _clock(s % DAY), _clock(e % DAY), who]
+                                                         for s, e, who in sorted(taken)]}
 
     def _start(self, start_utc: str, duration: int) -> int:
         match = _WHEN.match(start_utc)
@@ -899,7 +900,7 @@ def _check_week(world: MeetingWorld, env: Environment, answer: str | None) -> di
         "hard_rules": valid,
         "optimal_times": complete and all(by_request[rid]["start"] == o.start * SLOT for rid, o in plan.items()),
         "optimal_rooms": complete and all(by_request[rid]["room_id"] == o.room for rid, o in plan.items()),
-        "answer": complete and mentions(answer or "", str(world.cost), ALNUM + ".:"),
+        "answer": complete and world.cost in signed_integers(answer or ""),
     }
 
 
@@ -934,9 +935,11 @@ def _meeting_scripts(world: MeetingWorld) -> tuple[tuple[Call, ...], tuple[Call,
 
     first_id, first = sorted(plan.items())[0]
     span = (first.start * SLOT, first.end * SLOT)
-    wrong = next(room for room in sorted(week.rooms) if room != first.room and not any(
-        s < span[1] and span[0] < e for s, e in week.rooms[room]["bookings"]))
-    detour = [Call("book_meeting", {**books[0].args, "room_id": wrong}),
+    free = [(start, room) for start in [span[0]] + list(range(0, DAYS * DAY - (span[1] - span[0]), SLOT))
+            for room in sorted(week.rooms) if room != first.room and not any(
+                s < start + span[1] - span[0] and start < e for s, e in week.rooms[room]["bookings"])]
+    start, wrong = free[0]
+    detour = [Call("book_meeting", {**books[0].args, "start_utc": week.utc_text(start), "room_id": wrong}),
               Call("cancel_booking", {"booking_id": f"BK-{world.base}"})]
     wasteful = (*reads[:4], reads[3], *reads[4:8], reads[5], *reads[8:], *detour, *books, answer(1))
     return (*reads, *books, answer(0)), wasteful
