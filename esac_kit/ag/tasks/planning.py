@@ -78,6 +78,7 @@ EVENT_TITLES = ("1:1", "Customer call", "Design sync", "Interview", "Team standu
                 "Partner call", "Hiring panel", "Training", "Board prep", "Release review")
 FREE_TITLES = ("Optional: brown-bag", "Office hours", "Reading time", "Optional: demo day")
 HOLD_TITLES = ("Hold: vendor demo", "Hold: offsite prep", "Hold: customer visit", "Maybe: training")
+REQUESTS = 8  # the requests of a week: the task's main size (and difficulty) knob
 REQUEST_PAGE, PEOPLE_PAGE, CALENDAR_PAGE, ROOM_PAGE = 4, 5, 12, 4
 EVENT_COLUMNS = ["date", "start", "end", "show_as", "where", "title"]
 BOOKING_COLUMNS = ["date", "start", "end", "by"]
@@ -87,10 +88,11 @@ MEETING_DOCS = {
         "half hour (UTC), inside the planning week: Monday 00:00 to Saturday 00:00 UTC. 2. Every required attendee "
         "is inside their working hours, on one of their working days, for the whole meeting, in their own time "
         "zone. 3. A required attendee must not be in an event shown as busy or tentative, nor in another meeting "
-        "you book where they are required; events shown as free never block. 4. Travel buffer: people who work on "
-        "campus attend in person and need at least {buffer} minutes between two of their commitments (busy or "
-        "tentative events, and meetings you book where they are required) held in different campus buildings; "
-        "commitments in the same building, or online, need no gap. Remote people join by video. 5. The room seats "
+        "you book where they are required; events shown as free never block. 4. Travel buffer: everyone who works "
+        "on campus attends in person, and a required attendee who works on campus needs at least {buffer} minutes "
+        "between two of their commitments (busy or tentative events, and meetings you book where they are "
+        "required) held in different campus buildings; commitments in the same building, or online, need no gap. "
+        "Remote people join by video. 5. The room seats "
         "every invitee who attends in person (campus people, required or optional) plus the request's "
         "external_guests, has video when any invitee (required or optional) is remote, and is free. 6. A request "
         "with starts_after starts no earlier than the end of every meeting it names. Optional attendees are invited "
@@ -452,7 +454,7 @@ def _draw_people(r: ItemRng, campus_offset: int) -> tuple[dict[str, Person], lis
         work = (start, min(1080, start + r.choice([480, 510, 540])))
         low = start + r.choice([60, 90, 120])
         prefer = (low, min(work[1] - 30, low + r.choice([180, 210, 240, 300])))
-        people[pid] = Person(pid, f"{first} {last}", office if office == "campus" else office, offset,
+        people[pid] = Person(pid, f"{first} {last}", office, offset,
                              tuple(range(DAYS)), work, prefer)
     pool = list(people)[:10]
     for pid in r.sample(pool, r.randint(1, 2)):  # part-timers without one working day
@@ -517,8 +519,8 @@ def _utc_hours(person: Person) -> tuple[int, int]:
 
 
 def _draw_requests(r: ItemRng, week: Week, pool: list[str]) -> None:
-    """Eight requests among the pool: attendees whose working hours overlap, guests, usual rooms, precedence."""
-    ids = sorted(f"REQ-{n}" for n in distinct_ints(r, 100, 999, 8))
+    """The requests, among the pool: attendees whose working hours overlap, guests, usual rooms, precedence."""
+    ids = sorted(f"REQ-{n}" for n in distinct_ints(r, 100, 999, REQUESTS))
     titles = r.sample(REQUEST_TITLES, len(ids))
     campus = [p for p in pool if week.people[p].campus]
     drafts = []
@@ -683,10 +685,11 @@ def _week_state(week: Week) -> dict[str, Any]:
 class CampusEnv(Environment):
     """The campus services: the meeting request queue, the directory and calendars, rooms and bookings."""
 
-    def __init__(self, week: Week, base: int):
+    def __init__(self, week: Week, base: int, queue: str):
         super().__init__()
         self._week = week
         self._base = base
+        self._queue = queue
         self.state = _week_state(week)
 
     def _active(self) -> dict[str, dict[str, Any]]:
@@ -712,7 +715,7 @@ class CampusEnv(Environment):
     def list_requests(self, page: int) -> Any:
         rows = [{k: q[k] for k in ("request_id", "title", "duration_minutes")} for q in self.state["requests"].values()]
         listing = _paged(rows, page, REQUEST_PAGE)
-        return {"page": page, "pages": listing["pages"], "requests": listing["rows"]}
+        return {"queue": self._queue, "page": page, "pages": listing["pages"], "requests": listing["rows"]}
 
     @tool("Meeting requests: one request in full.", {"request_id": {"type": "string"}})
     def get_request(self, request_id: str) -> Any:
@@ -859,7 +862,7 @@ def meeting_schedule(rng: ItemRng) -> AgTask:
     world = MeetingWorld(week, plan, 1000 * rng.randint(2, 9) + rng.randint(0, 899), f"Q-{rng.randint(1000, 9999)}",
                          rng.choice(COMPANIES), rng.choice(PROGRAMMES))
     reference, wasteful = _meeting_scripts(world)
-    return AgTask(_meeting_prompt(world), lambda: CampusEnv(world.week, world.base), MEETING_CHECKS,
+    return AgTask(_meeting_prompt(world), lambda: CampusEnv(world.week, world.base, world.queue), MEETING_CHECKS,
                   lambda env, answer: _check_week(world, env, answer), reference, wasteful)
 
 
