@@ -1,26 +1,42 @@
-"""Planning under constraints: book two meetings across time zones, and a conference trip under a tight budget;
-each generator solves its instance, so exactly one plan satisfies every hard rule and the obvious choices break one."""
+"""Planning under constraints (ESAC-AG 2.0): exact optimisation behind exploration. A week of meeting requests across
+time zones, campus buildings and rooms, and a two-city business trip priced by fare rules, threshold discounts and
+ground transfers; the rules and prices are found only through paged listings, detail views and describe_api, each
+generator computes the unique optimum under the objective and tie-breaks its prompt states, and the checks compare
+the final bookings with it. Bookings hold resources and cost money, so booking to find out costs rework or budget."""
 
 from __future__ import annotations
 
 import copy
 import re
-from dataclasses import dataclass, field
-from datetime import date, datetime, time, timedelta
+from dataclasses import dataclass, field, replace
+from datetime import date, timedelta
 from typing import Any
 
-from esac_kit.ag.answers import cents_in, dollar_figure
+from esac_kit.ag.answers import cents_in, distinct_ints, dollar_figure, signed_integers
 from esac_kit.ag.env import Environment, ToolError, tool
 from esac_kit.ag.task import AgTask, Call, Check
 from esac_kit.rng import ItemRng
 
-DAY = 1440  # minutes
-SLOT = 30  # meetings start on the hour or half hour (UTC)
-HORIZON = 3 * DAY  # the planning window: three consecutive weekdays, UTC
-WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
-BLOCKING = ("busy", "tentative")
-_WHEN = re.compile(r"^\s*(\d{4}-\d{2}-\d{2})[T ](\d{1,2}):(\d{2})(?::00)?\s*(?:Z|UTC|\+00:?00)?\s*$", re.IGNORECASE)
-_DATE = re.compile(r"^\s*(\d{4}-\d{2}-\d{2})\s*$")
+
+# ---------------------------------------------------------------- shared helpers
+
+
+def _text(value: Any, what: str) -> str:
+    """A stripped, non-empty, reasonably short identifier or refuse it."""
+    cleaned = value.strip()
+    if not cleaned:
+        raise ToolError(f"{what} is empty")
+    if len(cleaned) > 200:
+        raise ToolError(f"{what} is too long")
+    return cleaned
+
+
+def _paged(rows: list[Any], page: int, size: int) -> dict[str, Any]:
+    """One page of a listing (pages count from 1)."""
+    pages = max(1, -(-len(rows) // size))
+    if not 1 <= page <= pages:
+        raise ToolError(f"page must be between 1 and {pages}")
+    return {"page": page, "pages": pages, "rows": rows[(page - 1) * size:page * size]}
 
 
 def _clock(minutes: int) -> str:
@@ -28,1298 +44,1825 @@ def _clock(minutes: int) -> str:
 
 
 def _zone(offset: int) -> str:
-    sign = "+" if offset >= 0 else "-"
-    return f"UTC{sign}{_clock(abs(offset))}"
+    return f"UTC{'+' if offset >= 0 else '-'}{_clock(abs(offset))}"
 
 
-def _parse_date(text: str) -> date:
-    match = _DATE.match(text)
-    try:
-        if match:
-            return date.fromisoformat(match.group(1))
-    except ValueError:
-        pass
-    raise ToolError(f"'{text}' is not a date of the form YYYY-MM-DD")
+# ---------------------------------------------------------------- task 1: a week of meetings
 
-
-# ================================================================= task 1: meetings across time zones
-
-OFFICES = (("Berlin", 60), ("London", 0), ("Lisbon", 0), ("Warsaw", 60), ("Athens", 120), ("Helsinki", 120),
-           ("Nairobi", 180), ("Dubai", 240), ("Pune", 330), ("Singapore", 480), ("Toronto", -300),
-           ("New York", -300), ("Chicago", -360), ("Sao Paulo", -180), ("Denver", -420), ("Tokyo", 540))
+DAY = 1440
+SLOT = 30
+DAYS = 5
+SLOTS = DAYS * DAY // SLOT  # the planning week, Monday 00:00 to Saturday 00:00 UTC, in half hours
+WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri")
+CAMPUSES = (("Amsterdam", 60), ("Madrid", 60), ("Lisbon", 0), ("Dublin", 0), ("Helsinki", 120), ("Athens", 120),
+            ("Warsaw", 60), ("Lyon", 60))
+REMOTE_OFFICES = (("New York", -300), ("Toronto", -300), ("Halifax", -240), ("Sao Paulo", -180), ("London", 0),
+                  ("Lagos", 60), ("Cairo", 120), ("Nairobi", 180), ("Dubai", 240), ("Karachi", 300), ("Pune", 330))
+BUILDINGS = ("North", "Canal", "Foundry", "Harbour", "Mill", "Quay", "Tower", "Garden")
+ROOM_NAMES = ("Orchid", "Cedar", "Atrium", "Juniper", "Lantern", "Maple", "Summit", "Willow", "Beacon", "Fjord",
+              "Quarry", "Aspen")
 FIRST_NAMES = ("Priya", "Jonas", "Mei", "Tomas", "Aisha", "Lukas", "Sofia", "Kenji", "Amara", "Mateo", "Ingrid",
                "Ravi", "Chloe", "Dmitri", "Fatima", "Oliver", "Yuki", "Nadia", "Samuel", "Leila", "Hannah", "Arjun",
                "Elena", "Kwame", "Marta", "Felix", "Zara", "Hugo")
 LAST_NAMES = ("Sharma", "Weber", "Chen", "Alvarez", "Okafor", "Novak", "Rossi", "Tanaka", "Mensah", "Garcia",
               "Larsen", "Iyer", "Dubois", "Petrov", "Haddad", "Byrne", "Sato", "Karimi", "Osei", "Moreau", "Lindqvist",
               "Kowalski", "Costa", "Nakamura")
-TEAMS = ("Payments", "Search", "Platform", "Data", "Mobile", "Growth", "Billing", "Identity", "Logistics")
-REVIEW_TITLES = ("Quarterly architecture review", "Vendor security review", "Launch readiness review",
-                 "Roadmap planning session", "Client onboarding workshop", "Integration design review")
-DECISION_TITLES = ("Budget sign-off", "Hiring decision", "Go/no-go decision", "Contract sign-off",
-                   "Pricing decision")
-CLIENTS = ("Norvale Bank", "Kestrel Freight", "Auric Health", "Bluefin Media", "Tessaro Retail", "Calder Energy")
-ROOM_NAMES = ("Orchid", "Cedar", "Atrium", "Juniper", "Harbour", "Quarry", "Lantern", "Maple", "Summit", "Willow",
-              "Beacon", "Fjord")
-BUSY_TITLES = ("Customer call", "1:1", "Sprint planning", "Interview", "Design sync", "Budget review",
-               "Partner call", "Focus block", "Doctor's appointment", "Team retro", "Hiring panel", "Ops review",
-               "Board prep", "Release review")
-TENTATIVE_TITLES = ("Hold: vendor demo", "Maybe: training session", "Tentative: offsite prep",
-                    "Hold: customer visit")
-FREE_TITLES = ("Optional: brown-bag talk", "Office hours (drop-in)", "Optional: all-hands replay", "Reading time",
-               "Optional: book club")
-ROOM_USES = ("Interview", "Sales kickoff", "Training", "Board prep", "Workshop", "Hiring panel", "Partner visit",
-             "Team retro", "Town hall rehearsal")
-VIDEO = "video conferencing"
+PROGRAMMES = ("Atlas", "Kestrel", "Meridian", "Halcyon", "Northstar", "Tidewater", "Juniper", "Lodestar")
+COMPANIES = ("Norvale Systems", "Bluefin Analytics", "Calder Robotics", "Tessaro Labs", "Auric Health Tech",
+             "Brightwell Energy")
+REQUEST_TITLES = ("Architecture review", "Vendor security review", "Launch readiness", "Roadmap planning",
+                  "Client onboarding", "Integration design", "Budget sign-off", "Hiring debrief", "Incident retro",
+                  "Pricing decision", "Data model review", "Sprint demo", "Risk review", "Capacity planning",
+                  "Partner sync", "UX critique")
+EVENT_TITLES = ("1:1", "Customer call", "Design sync", "Interview", "Team standup", "Focus block", "Ops review",
+                "Partner call", "Hiring panel", "Training", "Board prep", "Release review")
+FREE_TITLES = ("Optional: brown-bag", "Office hours", "Reading time", "Optional: demo day")
+HOLD_TITLES = ("Hold: vendor demo", "Hold: offsite prep", "Hold: customer visit", "Maybe: training")
+REQUESTS = 8  # the requests of a week: the task's main size (and difficulty) knob
+REQUEST_PAGE, PEOPLE_PAGE, CALENDAR_PAGE, ROOM_PAGE = 4, 5, 12, 4
+EVENT_COLUMNS = ["date", "start", "end", "show_as", "where", "title"]
+BOOKING_COLUMNS = ["date", "start", "end", "by"]
+MEETING_DOCS = {
+    "scheduling": (
+        "Scheduling rules (all hard). 1. A meeting lasts its request's duration_minutes and starts on the hour or "
+        "half hour (UTC), inside the planning week: Monday 00:00 to Saturday 00:00 UTC. 2. Every required attendee "
+        "is inside their working hours, on one of their working days, for the whole meeting, in their own time "
+        "zone. 3. A required attendee must not be in an event shown as busy or tentative, nor in another meeting "
+        "you book where they are required; events shown as free never block. 4. Travel buffer: everyone who works "
+        "on campus attends in person, and a required attendee who works on campus needs at least {buffer} minutes "
+        "between two of their commitments (busy or tentative events, and meetings you book where they are "
+        "required) held in different campus buildings; commitments in the same building, or online, need no gap. "
+        "Remote people join by video. 5. The room seats "
+        "every invitee who attends in person (campus people, required or optional) plus the request's "
+        "external_guests, has video when any invitee (required or optional) is remote, and is free. 6. A request "
+        "with starts_after starts no earlier than the end of every meeting it names. Optional attendees are invited "
+        "but never constrain the time, and only required attendees count in the objective."),
+    "calendars": (
+        "Directory and calendars. list_people pages the directory: person_id, name and where they work (campus, "
+        "or a remote office). get_person adds the time zone (a fixed UTC offset: no daylight saving change this "
+        "week), working days, working hours and preferred hours, all in the person's local time (an end time is "
+        "exclusive: hours 09:00-17:00 end at 17:00). get_calendar pages a person's events of the planning week in "
+        "their local time: date, start, end, show_as (busy, tentative or free), where (a campus building, or "
+        "online) and title. Meetings you book appear on the required attendees' calendars as busy, in the room's building."),
+    "rooms": (
+        "Rooms and bookings. list_rooms pages the campus rooms: room_id, name, building and seats. get_room adds "
+        "the equipment and the room's bookings in the planning week, in UTC, yours included. book_meeting books one "
+        "request: it invites the request's required and optional attendees and reserves the room. It refuses a "
+        "room that is booked at that time and a request that is already booked (cancel it first), and checks "
+        "nothing else: not calendars, hours, buffers, seats or equipment. cancel_booking releases the room and "
+        "withdraws the invitations; list_bookings shows your bookings."),
+}
 
 
 @dataclass(frozen=True)
 class Person:
-    """A directory entry: the time zone is a fixed UTC offset; working hours are local minutes of the day."""
+    """A directory entry; hours are local minutes of the day, days are weekday indexes (0 = Monday)."""
 
     id: str
     name: str
-    team: str
-    office: str
+    office: str  # "campus" or a remote office's city
     offset: int
-    start: int
-    end: int
-    days: tuple[str, ...]
+    days: tuple[int, ...]
+    work: tuple[int, int]
+    prefer: tuple[int, int]
+
+    @property
+    def campus(self) -> bool:
+        return self.office == "campus"
 
 
 @dataclass(frozen=True)
-class Meeting:
-    """A meeting to book: who attends, how long, and what room it needs."""
+class Request:
+    """A meeting request: who, how long, which room it usually has and which meetings it must follow."""
 
-    key: str
+    id: str
     title: str
-    attendees: tuple[str, ...]
     duration: int
-    visitors: int
-    seats: int
-    video: bool
+    required: tuple[str, ...]
+    optional: tuple[str, ...]
+    guests: int
+    usual: str | None
+    after: tuple[str, ...]
 
 
 @dataclass(frozen=True)
 class Rules:
-    """Which rules a plan must meet; the generator relaxes one at a time to prove each one bites."""
+    """The rules a solver applies; the traps are solvers with one rule misread."""
 
-    cap: bool = True
-    order: bool = True
-    budget: bool = True
+    tentative_blocks: bool = True
     free_blocks: bool = False
+    buffer: bool = True
+    precedence: bool = True
+    optional_required: bool = False
+    guests: bool = True
 
 
 @dataclass
 class Week:
-    """Everything about one scheduling instance; times are minutes from 00:00 UTC on the first day."""
+    """One scheduling instance; times are minutes from Monday 00:00 UTC of the planning week."""
 
-    first_day: date
-    office: str
+    monday: date
+    campus: str
+    campus_offset: int
+    buildings: tuple[str, ...]
+    buffer: int
     people: dict[str, Person]
-    lead: str
-    cap: int
-    gap: int
-    meetings: dict[str, Meeting] = field(default_factory=dict)
-    rooms: dict[str, dict[str, Any]] = field(default_factory=dict)
-    events: list[dict[str, Any]] = field(default_factory=list)
-    room_bookings: list[dict[str, Any]] = field(default_factory=list)
-    budget: int = 0
+    events: dict[str, list[dict[str, Any]]]  # person -> events (start, end, show_as, where, title)
+    rooms: dict[str, dict[str, Any]]  # room -> name, building, seats, equipment, bookings [(start, end)]
+    requests: dict[str, Request] = field(default_factory=dict)
+
+    def seats_needed(self, req: Request, rules: Rules = Rules()) -> int:
+        return sum(1 for p in req.required + req.optional if self.people[p].campus) + (req.guests if rules.guests
+                                                                                     else 0)
+
+    def needs_video(self, req: Request) -> bool:
+        return any(not self.people[p].campus for p in req.required + req.optional)
+
+    def room_fits(self, req: Request, room_id: str, rules: Rules = Rules()) -> bool:
+        room = self.rooms[room_id]
+        return room["seats"] >= self.seats_needed(req, rules) and ("video" in room["equipment"]
+                                                                   or not self.needs_video(req))
 
     def utc_text(self, minute: int) -> str:
-        return f"{self.first_day + timedelta(days=minute // DAY)} {_clock(minute % DAY)}"
-
-    def local_day(self, pid: str, minute: int) -> int:
-        return (minute + self.people[pid].offset) // DAY
-
-    def in_hours(self, pid: str, start: int, end: int) -> bool:
-        """Whether [start, end) lies inside one of the person's local working days and hours."""
-        person = self.people[pid]
-        day = self.local_day(pid, start)
-        weekday = WEEKDAYS[(self.first_day + timedelta(days=day)).weekday()]
-        local_start, local_end = start + person.offset - day * DAY, end + person.offset - day * DAY
-        return weekday in person.days and person.start <= local_start and local_end <= person.end
-
-    def blocked(self, pid: str, start: int, end: int, free_blocks: bool = False) -> bool:
-        return any(e["person"] == pid and e["start"] < end and start < e["end"]
-                   and (e["show_as"] in BLOCKING or free_blocks) for e in self.events)
-
-    def lead_count(self, day: int) -> int:
-        """The lead's existing busy or tentative events on one of their local days."""
-        return sum(1 for e in self.events if e["person"] == self.lead and e["show_as"] in BLOCKING
-                   and self.local_day(self.lead, e["start"]) == day)
-
-    def room_fits(self, key: str, room_id: str) -> bool:
-        meeting, room = self.meetings[key], self.rooms[room_id]
-        return room["capacity"] >= meeting.seats and (not meeting.video or VIDEO in room["equipment"])
-
-    def room_free(self, room_id: str, start: int, end: int) -> bool:
-        return not any(b["room"] == room_id and b["start"] < end and start < b["end"] for b in self.room_bookings)
-
-    def room_cost(self, room_id: str, duration: int) -> int:
-        return self.rooms[room_id]["hourly_rate"] * duration // 60
-
-    def cheapest_room(self, key: str, start: int) -> tuple[int, str] | None:
-        duration = self.meetings[key].duration
-        options = [(self.room_cost(r, duration), r) for r in self.rooms
-                   if self.room_fits(key, r) and self.room_free(r, start, start + duration)]
-        return min(options) if options else None
+        return f"{self.monday + timedelta(days=minute // DAY)} {_clock(minute % DAY)}"
 
 
-def _singles(week: Week, key: str, rules: Rules) -> list[int]:
-    """Starts at which one meeting could go on its own: attendees available, the lead's cap, a room."""
-    meeting = week.meetings[key]
-    starts = []
-    for start in range(0, HORIZON - meeting.duration + 1, SLOT):
-        end = start + meeting.duration
-        if not all(week.in_hours(p, start, end) and not week.blocked(p, start, end, rules.free_blocks)
-                   for p in meeting.attendees):
-            continue
-        if rules.cap and week.lead_count(week.local_day(week.lead, start)) + 1 > week.cap:
-            continue
-        if week.cheapest_room(key, start) is not None:
-            starts.append(start)
-    return starts
+def _bits(start: int, end: int) -> int:
+    """The slot mask of [start, end) minutes (clipped to the week)."""
+    first, last = max(0, start // SLOT), min(SLOTS, -(-end // SLOT))
+    return ((1 << (last - first)) - 1) << first if last > first else 0
 
 
-def _plans(week: Week, rules: Rules) -> list[tuple[int, int]]:
-    """Every (start of A, start of B) meeting all the rules in force (rooms chosen as cheaply as possible)."""
-    first, second = week.meetings["A"], week.meetings["B"]
-    plans = []
-    for a in _singles(week, "A", rules):
-        for b in _singles(week, "B", rules):
-            if a < b + second.duration and b < a + first.duration:  # the lead attends both
+def _runs(mask: int, length: int) -> int:
+    """Bit s set when slots s .. s+length-1 are all set."""
+    run = mask
+    for shift in range(1, length):
+        run &= mask >> shift
+    return run
+
+
+def _starts(mask: int) -> list[int]:
+    found, index = [], 0
+    while mask:
+        if mask & 1:
+            found.append(index)
+        mask >>= 1
+        index += 1
+    return found
+
+
+class _Masks:
+    """Per-person slot masks under one set of rules: available (in hours, not blocked), near (slots too close to a
+    commitment in another building, per building) and outside preferred hours."""
+
+    def __init__(self, week: Week, rules: Rules):
+        self.ok: dict[str, int] = {}
+        self.near: dict[str, dict[str, int]] = {}
+        self.out: dict[str, int] = {}
+        for pid, person in week.people.items():
+            hours = prefer = 0
+            for day in person.days:
+                base = day * DAY - person.offset
+                hours |= _bits(base + person.work[0], base + person.work[1])
+                prefer |= _bits(base + person.prefer[0], base + person.prefer[1])
+            blocked, elsewhere = 0, {b: 0 for b in week.buildings}
+            for event in week.events[pid]:
+                shown = event["show_as"]
+                if shown == "busy" or (shown == "tentative" and rules.tentative_blocks) or (
+                        shown == "free" and rules.free_blocks):
+                    span = _bits(event["start"], event["end"])
+                    blocked |= span
+                    if person.campus and event["where"] in elsewhere and rules.buffer:
+                        wide = _bits(event["start"] - week.buffer, event["end"] + week.buffer)
+                        for building in elsewhere:
+                            if building != event["where"]:
+                                elsewhere[building] |= wide
+            self.ok[pid] = hours & ~blocked
+            self.near[pid] = elsewhere
+            self.out[pid] = hours & ~prefer
+
+
+@dataclass(frozen=True)
+class Option:
+    """One way to hold one request: a start slot, a room, and its share of the plan's ordering key."""
+
+    key: int
+    start: int
+    end: int
+    room: str
+    building: str
+    cost: int  # attendee-minutes outside preferred hours
+    change: int  # 1 when the request names a usual room and this is another
+
+
+def _key_shifts(week: Week) -> tuple[dict[str, tuple[int, int]], int, int]:
+    """Bit positions of the lexicographic key: cost, changes, then starts and seats in request-id order."""
+    order = sorted(week.requests)
+    n = len(order)
+    positions = {rid: (8 * (n - 1 - i) + 5 * n, 5 * (n - 1 - i)) for i, rid in enumerate(order)}
+    return positions, 13 * n + 4, 13 * n
+
+
+def _attendees(req: Request, rules: Rules) -> tuple[str, ...]:
+    return req.required + req.optional if rules.optional_required else req.required
+
+
+def _options(week: Week, rules: Rules, masks: _Masks | None = None) -> dict[str, list[Option]]:
+    """Every (start, room) that meets the rules on one request alone, sorted by key."""
+    masks = masks or _Masks(week, rules)
+    positions, cost_shift, change_shift = _key_shifts(week)
+    found: dict[str, list[Option]] = {}
+    for rid, req in week.requests.items():
+        who = _attendees(req, rules)
+        length = req.duration // SLOT
+        base = ~0
+        for pid in who:
+            base &= masks.ok[pid]
+        options = []
+        for room_id, room in week.rooms.items():
+            if not week.room_fits(req, room_id, rules):
                 continue
-            if rules.order and b < a + first.duration + week.gap:
+            mask = base & ~room["busy"] & ((1 << SLOTS) - 1)
+            for pid in who:
+                if week.people[pid].campus:
+                    mask &= ~masks.near[pid][room["building"]]
+            change = int(req.usual is not None and req.usual != room_id)
+            for start in _starts(_runs(mask, length)):
+                window = ((1 << length) - 1) << start
+                cost = SLOT * sum(bin(masks.out[pid] & window).count("1") for pid in who)
+                key = (cost << cost_shift) + (change << change_shift) + (start << positions[rid][0]) + (
+                    room["seats"] << positions[rid][1])
+                options.append(Option(key, start, start + length, room_id, room["building"], cost, change))
+        found[rid] = sorted(options, key=lambda o: o.key)
+    return found
+
+
+def _pairs(week: Week, rules: Rules) -> dict[tuple[str, str], tuple[bool, bool, int]]:
+    """For two requests: whether they share an attendee, whether they share a campus attendee, and precedence
+    (1: the first must end before the second starts, -1: the other way, 0: none)."""
+    info = {}
+    for a, ra in week.requests.items():
+        for b, rb in week.requests.items():
+            if a == b:
                 continue
-            day_a, day_b = week.local_day(week.lead, a), week.local_day(week.lead, b)
-            if rules.cap and day_a == day_b and week.lead_count(day_a) + 2 > week.cap:
-                continue
-            cost = week.cheapest_room("A", a)[0] + week.cheapest_room("B", b)[0]
-            if rules.budget and cost > week.budget:
-                continue
-            plans.append((a, b))
-    return plans
+            shared = set(_attendees(ra, rules)) & set(_attendees(rb, rules))
+            order = 0
+            if rules.precedence:
+                order = 1 if a in rb.after else (-1 if b in ra.after else 0)
+            info[(a, b)] = (bool(shared), any(week.people[p].campus for p in shared), order)
+    return info
 
 
-@dataclass
-class _Plant:
-    """The planted solution and traps of one instance."""
-
-    allowed: dict[str, list[int]]  # the only starts each meeting may have on its own once the calendars are filled
-    protected: dict[str, list[tuple[int, int]]]  # intervals each person must keep free
-    counts: dict[int, int]  # the lead's busy/tentative events per local day
-    a_start: int
-    b_start: int
-    b_trap: int  # B's start that breaks the cap with A (split) or the order (same day)
-    full_slot: tuple[str, int] | None  # a slot free for everyone but on the lead's full day
-
-
-def _draw_people(r: ItemRng) -> tuple[Week, dict[str, list[str]]]:
-    """The directory and the two meetings' attendee lists (unplanned)."""
-    first_day = date(2026, 1, 5) + timedelta(weeks=r.randint(0, 100), days=r.randint(0, 2))
-    home = r.choice([o for o in OFFICES if abs(o[1]) <= 300])
-    remote_one = r.choice([o for o in OFFICES if o[1] != home[1] and abs(o[1] - home[1]) <= 390])
-    remote_two = r.choice([o for o in OFFICES if o[0] not in (home[0], remote_one[0]) and abs(o[1] - home[1]) <= 330])
-    firsts, lasts = r.sample(FIRST_NAMES, 10), r.sample(LAST_NAMES, 10)
-    teams = r.sample(TEAMS, 3)
-    people: dict[str, Person] = {}
-
-    def add(office: tuple[str, int], team: str) -> str:
-        index = len(people)
-        name = f"{firsts[index]} {lasts[index]}"
-        pid = f"{firsts[index]}.{lasts[index]}".lower()
-        start = r.choice([420, 450, 480, 510, 540, 570, 600])
-        people[pid] = Person(pid, name, team, office[0], office[1], start, start + r.choice([480, 510, 540]),
-                             ("Mon", "Tue", "Wed", "Thu", "Fri"))
-        return pid
-
-    lead = add(home, teams[0])
-    team = [lead, add(home, teams[0]), add(remote_one, teams[0])]
-    if r.randint(0, 1):
-        team.append(add(r.choice([home, remote_one]), teams[0]))
-    guest = add(r.choice([home, remote_one]), teams[1])
-    second = add(r.choice([home, remote_one]), r.choice(teams[1:]))
-    third = add(r.choice([home, remote_two]), teams[2])
-    for _ in range(r.randint(2, 3)):  # never in the lead's team, whose members are exactly the planted ones
-        add(r.choice([home, remote_one, remote_two]), r.choice(teams[1:]))
-    if r.randint(0, 1):  # one part-timer who does not work one of the three days
-        pid = r.choice([p for p in people if p != lead])
-        skipped = WEEKDAYS[(first_day + timedelta(days=r.randint(0, 2))).weekday()]
-        person = people[pid]
-        people[pid] = Person(person.id, person.name, person.team, person.office, person.offset, person.start,
-                             person.end, tuple(d for d in person.days if d != skipped))
-    week = Week(first_day, home[0], people, lead, cap=r.choice([3, 4]), gap=r.choice([30, 60]))
-    return week, {"A": sorted(team + [guest]), "B": sorted([lead, second, third]), "team": team, "guest": [guest],
-                  "others": [second, third]}
-
-
-def _meeting(week: Week, key: str, title: str, attendees: list[str], duration: int, visitors: int) -> Meeting:
-    local = sum(1 for p in attendees if week.people[p].office == week.office)
-    return Meeting(key, title, tuple(attendees), duration, visitors, local + visitors,
-                   any(week.people[p].office != week.office for p in attendees))
-
-
-def _windows(week: Week, key: str) -> dict[int, list[int]]:
-    """Starts at which every attendee is inside working hours, by the lead's local day."""
-    meeting = week.meetings[key]
-    by_day: dict[int, list[int]] = {0: [], 1: [], 2: []}
-    for start in range(0, HORIZON - meeting.duration + 1, SLOT):
-        if all(week.in_hours(p, start, start + meeting.duration) for p in meeting.attendees):
-            by_day[week.local_day(week.lead, start)].append(start)
-    return by_day
-
-
-def _plant(r: ItemRng, week: Week) -> _Plant | None:
-    """Choose the solution and the trap slots; None when the windows are too narrow for the variant."""
-    windows = {key: _windows(week, key) for key in ("A", "B")}
-    dur_a, dur_b, cap = week.meetings["A"].duration, week.meetings["B"].duration, week.cap
-    after = dur_a + week.gap
-    full_slot = None
-    if r.randint(0, 2) == 0:  # split: A on day 1, B on day 2; B after A on day 1 would break the cap
-        pairs = [(a, b) for a in windows["A"][1] for b in windows["B"][1] if b >= a + after]
-        if not pairs or not windows["B"][0] or not windows["B"][2]:
-            return None
-        a_start, b_trap = r.choice(pairs)
-        b_early, b_start = r.choice(windows["B"][0]), r.choice(windows["B"][2])
-        counts = {0: r.randint(1, cap - 1), 1: cap - 1, 2: r.randint(1, cap - 1)}
-        allowed = {"A": [a_start], "B": [b_early, b_trap, b_start]}
-    else:  # same day: B before A breaks the order; another day is full for the lead
-        day = r.choice([0, 1, 2])
-        full = r.choice([d for d in (0, 1, 2) if d != day])
-        triples = [(e, a, b) for a in windows["A"][day] for e in windows["B"][day] if e + dur_b <= a
-                   for b in windows["B"][day] if b >= a + after]
-        full_key = "A" if full < day else "B"
-        if not triples or not windows[full_key][full]:
-            return None
-        b_trap, a_start, b_start = r.choice(triples)
-        full_slot = (full_key, r.choice(windows[full_key][full]))
-        counts = {day: cap - 2, full: cap}
-        counts[3 - day - full] = r.randint(1, cap - 1)
-        allowed = {"A": [a_start], "B": [b_trap, b_start]}
-    protected: dict[str, list[tuple[int, int]]] = {p: [] for p in week.people}
-    slots = [(k, s) for k in allowed for s in allowed[k]] + ([full_slot] if full_slot else [])
-    for key, start in slots:
-        for pid in week.meetings[key].attendees:
-            protected[pid].append((start, start + week.meetings[key].duration))
-    return _Plant(allowed, protected, counts, a_start, b_start, b_trap, full_slot)
-
-
-def _overlaps(start: int, end: int, intervals: list[tuple[int, int]]) -> bool:
-    return any(s < end and start < e for s, e in intervals)
-
-
-def _place_event(r: ItemRng, week: Week, pid: str, day: int, protected: list[tuple[int, int]], show_as: str,
-                 title: str) -> bool:
-    """Put one event in the person's working hours on a local day, clear of protected time and their busy events."""
-    person = week.people[pid]
-    for _ in range(40):
-        length = r.choice([30, 60, 60, 90])
-        local = r.randrange(person.start, person.end - length + 1, SLOT)
-        start = day * DAY + local - person.offset
-        end = start + length
-        if start < 0 or end > HORIZON or not week.in_hours(pid, start, end):
-            continue
-        if show_as != "free" and (_overlaps(start, end, protected) or week.blocked(pid, start, end)):
-            continue
-        week.events.append({"person": pid, "start": start, "end": end, "title": title, "show_as": show_as})
+def _clash(a: Option, b: Option, pair: tuple[bool, bool, int], pad: int) -> bool:
+    """Whether two options of different requests cannot both be booked."""
+    overlap = a.start < b.end and b.start < a.end
+    shared, campus, order = pair
+    if overlap and (a.room == b.room or shared):
         return True
+    if campus and a.building != b.building and b.start - a.end < pad and a.start - b.end < pad:
+        return True
+    return (order == 1 and b.start < a.end) or (order == -1 and a.start < b.end)
+
+
+def _compatible(week: Week, rules: Rules, options: dict[str, list[Option]]) -> dict[tuple[str, int, str], int]:
+    """For option i of request a and another request b: the mask of b's options that can be booked with it."""
+    pairs = _pairs(week, rules)
+    pad = week.buffer // SLOT if rules.buffer else 0
+    cover: dict[str, dict[Any, list[int]]] = {}
+    for rid, opts in options.items():
+        table: dict[Any, list[int]] = {"all": [0] * (SLOTS + 1)}
+        starts, ends = [0] * (SLOTS + 1), [0] * (SLOTS + 1)
+        for index, option in enumerate(opts):
+            bit = 1 << index
+            for key in ("all", ("room", option.room), ("building", option.building)):
+                row = table.setdefault(key, [0] * (SLOTS + 1))
+                for slot in range(option.start, option.end):
+                    row[slot] |= bit
+            starts[option.start] |= bit
+            ends[option.end] |= bit
+        before, after = [0] * (SLOTS + 1), [0] * (SLOTS + 2)
+        for slot in range(1, SLOTS + 1):
+            before[slot] = before[slot - 1] | starts[slot - 1]  # options that start before this slot
+        for slot in range(SLOTS, -1, -1):
+            after[slot] = after[slot + 1] | (ends[slot + 1] if slot < SLOTS else 0)  # that end after it begins
+        table["before"], table["after"] = before, after
+        cover[rid] = table
+    compat: dict[tuple[str, int, str], int] = {}
+    for a, opts in options.items():
+        for index, option in enumerate(opts):
+            span = range(option.start, option.end)
+            wide = range(max(0, option.start - pad), min(SLOTS, option.end + pad))
+            for b in options:
+                if b == a:
+                    continue
+                table, (shared, campus, order) = cover[b], pairs[(a, b)]
+                room = table.get(("room", option.room))
+                mask = 0
+                for slot in span:
+                    mask |= (room[slot] if room else 0) | (table["all"][slot] if shared else 0)
+                if campus:
+                    for building in week.buildings:
+                        row = table.get(("building", building))
+                        if building != option.building and row:
+                            for slot in wide:
+                                mask |= row[slot]
+                if order == 1:
+                    mask |= table["before"][option.end]
+                elif order == -1:
+                    mask |= table["after"][option.start]
+                compat[(a, index, b)] = ((1 << len(options[b])) - 1) & ~mask
+    return compat
+
+
+def _low(mask: int) -> int:
+    return (mask & -mask).bit_length() - 1
+
+
+class _TooHard(Exception):
+    """The search needed more nodes than the generator allows: the draw is replaced."""
+
+
+def _solve(week: Week, rules: Rules = Rules(), limit: int = 2500) -> dict[str, Option] | None:
+    """The plan with the smallest key: branch and bound with forward checking over option bitmasks."""
+    options = _options(week, rules)
+    if not all(options.values()):
+        return None
+    compat = _compatible(week, rules, options)
+    best: list[Any] = [None, None]
+    nodes = [0]
+
+    def search(domains: dict[str, int], total: int, chosen: dict[str, int]) -> None:
+        nodes[0] += 1
+        if nodes[0] > limit:
+            raise _TooHard
+        if not domains:
+            if best[0] is None or total < best[0]:
+                best[0], best[1] = total, dict(chosen)
+            return
+        rid = min(domains, key=lambda r: (bin(domains[r]).count("1"), r))
+        rest = {r: d for r, d in domains.items() if r != rid}
+        mask = domains[rid]
+        while mask:
+            index = _low(mask)
+            mask &= mask - 1
+            key = options[rid][index].key
+            narrowed = {r: d & compat[(rid, index, r)] for r, d in rest.items()}
+            if not all(narrowed.values()):
+                continue
+            bound = total + key + sum(options[r][_low(d)].key for r, d in narrowed.items())
+            if best[0] is not None and bound >= best[0]:
+                if total + key + sum(options[r][_low(d)].key for r, d in rest.items()) >= best[0]:
+                    break  # options come in key order: no later one can do better
+                continue
+            chosen[rid] = index
+            search(narrowed, total + key, chosen)
+            del chosen[rid]
+
+    search({rid: (1 << len(opts)) - 1 for rid, opts in options.items()}, 0, {})
+    week.nodes = nodes[0]
+    return None if best[1] is None else {rid: options[rid][i] for rid, i in best[1].items()}
+
+
+def _greedy(week: Week, rules: Rules = Rules()) -> dict[str, Option] | None:
+    """Each request in id order at its best option that fits the ones already chosen (the myopic plan)."""
+    options, pairs = _options(week, rules), _pairs(week, rules)
+    pad = week.buffer // SLOT
+    plan: dict[str, Option] = {}
+    for rid in sorted(week.requests):
+        pick = next((o for o in options[rid] if not any(_clash(o, other, pairs[(rid, r)], pad)
+                                                         for r, other in plan.items())), None)
+        if pick is None:
+            return None
+        plan[rid] = pick
+    return plan
+
+
+def _plan_cost(plan: dict[str, Option]) -> tuple[int, int]:
+    return sum(o.cost for o in plan.values()), sum(o.change for o in plan.values())
+
+
+def _draw_people(r: ItemRng, campus_offset: int) -> tuple[dict[str, Person], list[str]]:
+    """Thirteen people: ten who attend the requests (six on campus, four remote) and three others."""
+    remote = r.sample([o for o in REMOTE_OFFICES if o[1] != campus_offset and abs(o[1] - campus_offset) <= 420], 3)
+    names = list(zip(r.sample(FIRST_NAMES, 13), r.sample(LAST_NAMES, 13)))
+    offices = [("campus", campus_offset)] * 6 + [r.choice(remote) for _ in range(4)] + [
+        ("campus", campus_offset), ("campus", campus_offset), r.choice(remote)]
+    people: dict[str, Person] = {}
+    for (first, last), (office, offset) in zip(names, offices):
+        pid = (first[0] + last).lower()
+        start = r.choice([450, 480, 510, 540])
+        work = (start, min(1080, start + r.choice([480, 510, 540])))
+        low = start + r.choice([60, 90, 120])
+        prefer = (low, min(work[1] - 30, low + r.choice([180, 210, 240, 300])))
+        people[pid] = Person(pid, f"{first} {last}", office, offset,
+                             tuple(range(DAYS)), work, prefer)
+    pool = list(people)[:10]
+    for pid in r.sample(pool, r.randint(1, 2)):  # part-timers without one working day
+        person = people[pid]
+        skipped = r.randint(0, DAYS - 1)
+        people[pid] = replace(person, days=tuple(d for d in person.days if d != skipped))
+    return people, pool
+
+
+def _draw_events(r: ItemRng, week: Week, pool: list[str]) -> None:
+    """Everyone's week: busy and tentative blocks in or near working hours, some free events."""
+    for pid, person in week.people.items():
+        events: list[dict[str, Any]] = []
+        for day in person.days:
+            base = day * DAY - person.offset
+            for _ in range(r.randint(1, 3) if pid in pool else r.randint(0, 2)):
+                length = r.choice([30, 60, 60, 90, 120])
+                local = r.randrange(person.work[0] - 30, person.work[1] - length + 31, SLOT)
+                start, end = base + local, base + local + length
+                if start < 0 or end > DAYS * DAY or any(e["start"] < end and start < e["end"] for e in events
+                                                        if e["show_as"] != "free"):
+                    continue
+                tentative = r.randint(1, 4) == 1
+                where = r.choice(week.buildings) if person.campus and r.randint(1, 10) <= 7 else "online"
+                events.append({"start": start, "end": end, "show_as": "tentative" if tentative else "busy",
+                               "where": where, "title": r.choice(HOLD_TITLES if tentative else EVENT_TITLES)})
+            if r.randint(1, 10) <= 3:
+                length = r.choice([30, 60])
+                local = r.randrange(person.work[0], person.work[1] - length + 1, SLOT)
+                events.append({"start": base + local, "end": base + local + length, "show_as": "free",
+                               "where": "online", "title": r.choice(FREE_TITLES)})
+        week.events[pid] = sorted(events, key=lambda e: (e["start"], e["end"]))
+
+
+def _draw_rooms(r: ItemRng, week: Week) -> None:
+    """Seven rooms in three buildings with distinct seat counts, most with video, each partly booked."""
+    names = r.sample(ROOM_NAMES, 7)
+    seats = r.sample([4, 5, 6, 8, 10, 12, 14, 16, 20], 7)
+    homes = [week.buildings[i % 3] for i in range(6)] + [r.choice(week.buildings)]
+    r.shuffle(homes)
+    video = set(r.sample(range(7), 5))
+    for index, name in enumerate(names):
+        equipment = sorted((["video"] if index in video else []) + r.sample(["whiteboard", "projector", "screen"],
+                                                                            r.randint(0, 2)))
+        bookings: list[tuple[int, int]] = []
+        for day in range(DAYS):
+            for _ in range(r.randint(0, 3)):
+                length = r.choice([60, 90, 120, 180])
+                local = r.randrange(480, 1080 - length + 1, SLOT)
+                start = day * DAY + local - week.campus_offset
+                if not any(s < start + length and start < e for s, e in bookings):
+                    bookings.append((start, start + length))
+        busy = 0
+        for start, end in bookings:
+            busy |= _bits(start, end)
+        week.rooms[f"rm-{name.lower()}"] = {"name": name, "building": homes[index], "seats": seats[index],
+                                            "equipment": equipment, "bookings": sorted(bookings), "busy": busy}
+
+
+def _utc_hours(person: Person) -> tuple[int, int]:
+    return person.work[0] - person.offset, person.work[1] - person.offset
+
+
+def _draw_requests(r: ItemRng, week: Week, pool: list[str]) -> None:
+    """The requests, among the pool: attendees whose working hours overlap, guests, usual rooms, precedence."""
+    ids = sorted(f"REQ-{n}" for n in distinct_ints(r, 100, 999, REQUESTS))
+    titles = r.sample(REQUEST_TITLES, len(ids))
+    campus = [p for p in pool if week.people[p].campus]
+    drafts = []
+    for rid, title in zip(ids, titles):
+        duration = r.choice([30, 60, 60, 60, 90, 90])
+        required = [r.choice(campus)]
+        low, high = _utc_hours(week.people[required[0]])
+        for pid in r.sample(pool, len(pool)):
+            if len(required) >= r.choice([2, 3, 3, 4]):
+                break
+            a, b = _utc_hours(week.people[pid])
+            if pid not in required and min(high, b) - max(low, a) >= duration + 90:
+                required.append(pid)
+                low, high = max(low, a), min(high, b)
+        others = [p for p in pool if p not in required]
+        optional = r.sample(others, r.choice([0, 0, 1, 1, 2]))
+        guests = 0 if r.randint(1, 10) <= 6 else r.randint(1, 3)
+        drafts.append([rid, title, duration, tuple(sorted(required)), tuple(sorted(optional)), guests])
+    rank = {rid: i for i, rid in enumerate(r.sample(ids, len(ids)))}
+    after: dict[str, list[str]] = {rid: [] for rid in ids}
+    for _ in range(r.randint(2, 3)):
+        a, b = r.sample(ids, 2)
+        first, second = (a, b) if rank[a] < rank[b] else (b, a)
+        if first not in after[second]:
+            after[second].append(first)
+    for rid, title, duration, required, optional, guests in drafts:
+        req = Request(rid, title, duration, required, optional, guests, None, tuple(sorted(after[rid])))
+        fitting = [room for room in week.rooms if week.room_fits(req, room)]
+        usual = r.choice(fitting) if fitting and r.randint(0, 1) else None
+        week.requests[rid] = replace(req, usual=usual)
+
+
+def _draw_week(r: ItemRng) -> Week:
+    monday = date(2026, 1, 5) + timedelta(weeks=r.randint(0, 100))
+    campus, offset = r.choice(CAMPUSES)
+    people, pool = _draw_people(r, offset)
+    week = Week(monday, campus, offset, tuple(r.sample(BUILDINGS, 3)), r.choice([30, 60]), people, {}, {})
+    _draw_events(r, week, pool)
+    _draw_rooms(r, week)
+    _draw_requests(r, week, pool)
+    return week
+
+
+def _improves(week: Week, rules: Rules, plan: dict[str, Option]) -> bool:
+    """Whether, under misread rules, moving one request of the plan gives a smaller key (so a solver that misreads
+    them books another plan)."""
+    options, pairs = _options(week, rules), _pairs(week, rules)
+    pad = week.buffer // SLOT if rules.buffer else 0
+    for rid, current in plan.items():
+        for option in options[rid]:
+            if option.key >= current.key:
+                break
+            if not any(_clash(option, other, pairs[(rid, r)], pad) for r, other in plan.items() if r != rid):
+                return True
     return False
 
 
-def _busy_title(r: ItemRng) -> tuple[str, str]:
-    if r.randint(1, 5) == 1:
-        return "tentative", r.choice(TENTATIVE_TITLES)
-    return "busy", r.choice(BUSY_TITLES)
+def _free_slot(week: Week, pid: str, start: int, end: int, avoid: list[tuple[int, int]]) -> tuple[int, int] | None:
+    """A half hour or hour inside [start, end) clear of the person's blocking events and the intervals to avoid."""
+    taken = [(e["start"], e["end"]) for e in week.events[pid] if e["show_as"] != "free"] + avoid
+    for length in (60, 30):
+        for first in range(start, end - length + 1, SLOT):
+            if not any(s < first + length and first < e for s, e in taken):
+                return first, first + length
+    return None
 
 
-def _fill_calendars(r: ItemRng, week: Week, plant: _Plant) -> bool:
-    """The lead's exact event counts, everyone's background events, and the free event over the solution."""
-    lead = week.lead
-    for day in (0, 1, 2):
-        for _ in range(plant.counts[day]):
-            if not _place_event(r, week, lead, day, plant.protected[lead], *_busy_title(r)):
-                return False
-    if r.randint(0, 2):  # a free event that must not be counted against the lead's cap
-        _place_event(r, week, lead, week.local_day(lead, plant.a_start), [], "free", r.choice(FREE_TITLES))
-    for pid, person in week.people.items():
-        if pid == lead:
+def _plant(r: ItemRng, week: Week, plan: dict[str, Option]) -> bool:
+    """Plant the traps that leave the optimum alone: a free event over an optimal meeting (a solver that reads free
+    as busy loses it), an optional attendee busy during one (a solver that treats optional attendees as required
+    loses it), and, where one fits, a usual room too small once the guests are counted."""
+    span = {rid: (o.start * SLOT, o.end * SLOT) for rid, o in plan.items()}
+    rid = r.choice(sorted(plan))
+    holder = r.choice(week.requests[rid].required)
+    start, end = span[rid]
+    week.events[holder].append({"start": start, "end": min(end, start + 60), "show_as": "free", "where": "online",
+                                "title": r.choice(FREE_TITLES)})
+    planted = False
+    for rid in r.sample(sorted(plan), len(plan)):
+        for pid in week.requests[rid].optional:
+            mine = [span[k] for k, req in week.requests.items() if pid in req.required]
+            slot = _free_slot(week, pid, *span[rid], mine)
+            if slot and not planted:
+                week.events[pid].append({"start": slot[0], "end": slot[1], "show_as": "busy", "where": "online",
+                                         "title": r.choice(EVENT_TITLES)})
+                planted = True
+    if not planted:
+        return False
+    for rid in r.sample(sorted(plan), len(plan)):
+        req = week.requests[rid]
+        need = week.seats_needed(req)
+        if not req.guests or req.usual is not None:
             continue
-        for day in range((person.offset) // DAY - 1, (HORIZON + person.offset) // DAY + 1):
-            for _ in range(r.randint(0, 2)):
-                _place_event(r, week, pid, day, plant.protected[pid], *_busy_title(r))
-            if r.randint(1, 4) == 1:
-                _place_event(r, week, pid, day, [], "free", r.choice(FREE_TITLES))
-    # The solution overlaps an event shown as free: reading it as busy leaves no valid plan.
-    holder = r.choice([p for p in week.meetings["A"].attendees if p != lead])
-    start = plant.a_start - r.choice([0, 30])
-    week.events.append({"person": holder, "start": start, "end": start + week.meetings["A"].duration + 30,
-                        "title": r.choice(FREE_TITLES[:2]), "show_as": "free"})
+        for room_id in sorted(week.rooms, key=lambda k: week.rooms[k]["seats"]):
+            if need - req.guests <= week.rooms[room_id]["seats"] < need and week.room_fits(req, room_id,
+                                                                                          Rules(guests=False)):
+                trial = replace(req, usual=room_id)
+                week.requests[rid] = trial
+                if _improves(week, Rules(guests=False), _rekeyed(week, plan)):
+                    return True
+                week.requests[rid] = req
     return True
 
 
-def _draw_rooms(r: ItemRng, week: Week, plant: _Plant) -> tuple[str, str, str] | None:
-    """Rooms with a video trap, a size trap, a booked bargain and a pricey option.
-
-    Returns the room for A, the room for B and the bargain room that is taken at A's time.
-    """
-    seats = week.meetings["A"].seats
-    if seats < 3:
-        return None
-    names = r.sample(ROOM_NAMES, 6)
-    ten = lambda low, high: 10 * r.randint(low, high)  # noqa: E731 - hourly rates in tens of dollars
-    bargain_rate = ten(4, 6)
-    main_rate = bargain_rate + ten(1, 3)
-    specs = [("bargain", seats + r.randint(0, 3), [VIDEO], bargain_rate),
-             ("main", seats + r.randint(0, 2), [VIDEO], main_rate),
-             ("pricey", seats + r.randint(4, 10), [VIDEO, "projector"], main_rate + ten(5, 9)),
-             ("no_video", seats + r.randint(1, 6), ["whiteboard", "projector"], ten(2, 4)),
-             ("small", r.randint(max(2, seats - 3), seats - 1), [VIDEO, "whiteboard"], ten(2, 4)),
-             ("extra", r.randint(2, max(2, seats - 1)), ["whiteboard"], ten(2, 5))]
-    order = list(range(6))
-    r.shuffle(order)
-    role: dict[str, str] = {}
-    for index in order:
-        kind, capacity, equipment, rate = specs[index]
-        room_id = f"rm-{names[index].lower()}"
-        week.rooms[room_id] = {"name": names[index], "capacity": capacity, "equipment": sorted(equipment),
-                               "hourly_rate": rate}
-        role[kind] = room_id
-    duration_b = week.meetings["B"].duration
-    room_b = min((week.room_cost(rid, duration_b), rid) for rid in week.rooms if week.room_fits("B", rid))[1]
-    dur_a = week.meetings["A"].duration
-    keep = {rid: [] for rid in week.rooms}  # room -> intervals that must stay free
-    for kind in ("main", "pricey", "no_video", "small"):
-        keep[role[kind]].append((plant.a_start, plant.a_start + dur_a))
-    for start in plant.allowed["B"]:
-        keep[room_b].append((start, start + duration_b))
-    if plant.full_slot:
-        key, start = plant.full_slot
-        keep[role["main"] if key == "A" else room_b].append((start, start + week.meetings[key].duration))
-    bargain = role["bargain"]
-    for before, after in ((r.choice([0, 30]), r.choice([0, 30])), (0, 0)):
-        start, end = plant.a_start - before, plant.a_start + dur_a + after
-        if not _overlaps(start, end, keep[bargain]):
-            week.room_bookings.append({"room": bargain, "start": start, "end": end, "booked_by": r.choice(ROOM_USES)})
-            break
-    else:
-        return None
-    offset = next(o for n, o in OFFICES if n == week.office)
-    for rid in week.rooms:
-        for day in (0, 1, 2):
-            for _ in range(r.randint(1, 3)):
-                length = r.choice([30, 60, 90, 120])
-                start = day * DAY + r.randrange(420, 1140 - length + 1, SLOT) - offset
-                end = start + length
-                if 0 <= start and end <= HORIZON and not _overlaps(start, end, keep[rid]) \
-                        and week.room_free(rid, start, end):
-                    week.room_bookings.append({"room": rid, "start": start, "end": end,
-                                               "booked_by": r.choice(ROOM_USES)})
-    return role["main"], room_b, bargain
+def _rekeyed(week: Week, plan: dict[str, Option]) -> dict[str, Option]:
+    """The plan's options with keys recomputed for the week's current requests (a usual room changed)."""
+    options = _options(week, Rules())
+    return {rid: next(o for o in options[rid] if (o.start, o.room) == (old.start, old.room))
+            for rid, old in plan.items()}
 
 
-def _prune(r: ItemRng, week: Week, plant: _Plant) -> bool:
-    """Add busy events until each meeting can start only at its allowed slots (on its own)."""
-    for _ in range(120):
-        extras = [(k, s) for k in ("A", "B") for s in _singles(week, k, Rules()) if s not in plant.allowed[k]]
-        if not extras:
-            return True
-        key, start = r.choice(extras)
-        meeting = week.meetings[key]
-        candidates = [p for p in meeting.attendees if p != week.lead]
-        r.shuffle(candidates)
-        for pid in candidates:
-            pieces = [u for u in range(start, start + meeting.duration, SLOT)
-                      if not _overlaps(u, u + SLOT, plant.protected[pid])]
-            if pieces:
-                piece = r.choice(pieces)
-                end = piece + SLOT
-                if r.randint(0, 1) and not _overlaps(piece, piece + 2 * SLOT, plant.protected[pid]) \
-                        and week.in_hours(pid, piece, piece + 2 * SLOT) and not week.blocked(pid, piece, end + SLOT):
-                    end += SLOT
-                show_as, title = _busy_title(r)
-                week.events.append({"person": pid, "start": piece, "end": end, "title": title, "show_as": show_as})
-                break
-        else:
-            return False
-    return False
+def _traps_bite(week: Week, plan: dict[str, Option]) -> bool:
+    """Whether the myopic plan is worse and ignoring travel buffers or tentative events changes the plan."""
+    greedy = _greedy(week)
+    if greedy is not None and _plan_cost(greedy) <= _plan_cost(plan):
+        return False
+    return all(_improves(week, rules, plan) for rules in (Rules(buffer=False), Rules(tentative_blocks=False)))
 
 
-def _draw_week(r: ItemRng) -> tuple[Week, _Plant, tuple[str, str, str], dict[str, list[str]]] | None:
-    """One candidate instance, or None unless exactly one plan meets every rule and relaxing each rule adds one."""
-    week, groups = _draw_people(r)
-    titles = (r.choice(REVIEW_TITLES), r.choice(DECISION_TITLES))
-    week.meetings["A"] = _meeting(week, "A", titles[0], groups["A"], r.choice([60, 90]), r.randint(1, 4))
-    week.meetings["B"] = _meeting(week, "B", titles[1], groups["B"], r.choice([30, 60]), 0)
-    plant = _plant(r, week)
-    if plant is None or not _fill_calendars(r, week, plant):
-        return None
-    rooms = _draw_rooms(r, week, plant)
-    if rooms is None or not _prune(r, week, plant):
-        return None
-    room_a, room_b, bargain = rooms
-    cost = week.room_cost(room_a, week.meetings["A"].duration) + week.room_cost(room_b, week.meetings["B"].duration)
-    pricey = max(week.rooms, key=lambda rid: week.rooms[rid]["hourly_rate"])
-    margin = week.room_cost(pricey, week.meetings["A"].duration) - week.room_cost(room_a, week.meetings["A"].duration)
-    week.budget = cost + 5 * r.randint(0, max(0, min(6, (margin - 5) // 5)))
-    solution = (plant.a_start, plant.b_start)
-    if _plans(week, Rules()) != [solution]:
-        return None
-    if not [p for p in _plans(week, Rules(cap=False)) if p != solution]:
-        return None
-    if not [p for p in _plans(week, Rules(order=False)) if p != solution]:
-        return None
-    if solution in _plans(week, Rules(free_blocks=True)):
-        return None
-    if week.room_cost(pricey, week.meetings["A"].duration) + week.room_cost(room_b, week.meetings["B"].duration) \
-            <= week.budget:
-        return None
-    return week, plant, rooms, groups
+def _solved_week(rng: ItemRng) -> tuple[Week, dict[str, Option], int]:
+    """The first draw whose optimum the search proves quickly and whose traps all bite, with its traps planted."""
+    for attempt in range(400):
+        r = rng.fork(f"week-{attempt}")
+        week = _draw_week(r)
+        try:
+            plan = _solve(week)
+        except _TooHard:
+            continue
+        if plan is None or not _plant(r, week, plan):
+            continue
+        plan = _rekeyed(week, plan)
+        if _traps_bite(week, plan):
+            return week, plan, attempt
+    raise RuntimeError("no schedulable week found")  # never happens for the seeds the tests cover
 
 
-class CalendarEnv(Environment):
-    """A company directory, everyone's calendar, the office's rooms and a booking tool that checks nothing."""
+_WHEN = re.compile(r"^\s*(\d{4}-\d{2}-\d{2})[T ](\d{1,2}):(\d{2})(?::00)?\s*(?:Z|UTC|\+00:?00)?\s*$", re.IGNORECASE)
 
-    def __init__(self, week: Week, booking_base: int):
+
+def _week_state(week: Week) -> dict[str, Any]:
+    """Everything the campus services show, as JSON values."""
+    return {
+        "requests": {rid: {"request_id": rid, "title": q.title, "duration_minutes": q.duration,
+                           "required": [week.people[p].name for p in q.required],
+                           "optional": [week.people[p].name for p in q.optional], "external_guests": q.guests,
+                           "usual_room": q.usual, "starts_after": list(q.after)} for rid, q in week.requests.items()},
+        "people": {pid: {"person_id": pid, "name": p.name, "works": p.office, "time_zone": _zone(p.offset),
+                         "working_days": [WEEKDAYS[d] for d in p.days],
+                         "working_hours": f"{_clock(p.work[0])}-{_clock(p.work[1])}",
+                         "preferred_hours": f"{_clock(p.prefer[0])}-{_clock(p.prefer[1])}"}
+                   for pid, p in sorted(week.people.items())},
+        "events": {pid: {f"ev-{i + 1}": {k: e[k] for k in ("start", "end", "show_as", "where", "title")}
+                         for i, e in enumerate(sorted(events, key=lambda e: (e["start"], e["end"])))}
+                   for pid, events in week.events.items()},
+        "rooms": {rid: {"room_id": rid, "name": room["name"], "building": room["building"], "seats": room["seats"],
+                        "equipment": room["equipment"], "bookings": [list(b) for b in room["bookings"]]}
+                  for rid, room in sorted(week.rooms.items())},
+        "bookings": {},
+    }
+
+
+class CampusEnv(Environment):
+    """The campus services: the meeting request queue, the directory and calendars, rooms and bookings."""
+
+    def __init__(self, week: Week, base: int, queue: str):
         super().__init__()
         self._week = week
-        self._base = booking_base
-        self.state = {
-            "people": {pid: {"name": p.name, "team": p.team, "office": p.office, "timezone": _zone(p.offset),
-                             "working_hours": f"{_clock(p.start)}-{_clock(p.end)}", "working_days": list(p.days)}
-                       for pid, p in sorted(week.people.items())},
-            "events": {f"ev-{i + 1}": dict(e) for i, e in enumerate(week.events)},
-            "rooms": {rid: dict(room) for rid, room in sorted(week.rooms.items())},
-            "room_bookings": {f"rb-{i + 1}": dict(b) for i, b in enumerate(week.room_bookings)},
-            "bookings": {},
-        }
+        self._base = base
+        self._queue = queue
+        self.state = _week_state(week)
 
-    def _active(self) -> list[tuple[str, dict[str, Any]]]:
-        return [(bid, b) for bid, b in self.state["bookings"].items() if b["status"] == "active"]
+    def _active(self) -> dict[str, dict[str, Any]]:
+        return {bid: b for bid, b in self.state["bookings"].items() if b["status"] == "active"}
 
-    def _local(self, pid: str, minute: int) -> tuple[str, str]:
-        local = minute + self._week.people[pid].offset
-        return str(self._week.first_day + timedelta(days=local // DAY)), _clock(local % DAY)
+    def _get(self, table: str, key: str, what: str) -> dict[str, Any]:
+        record = self.state[table].get(_text(key, what))
+        if record is None:
+            raise ToolError(f"no {what.replace('_', ' ')} '{key.strip()}'")
+        return record
 
-    @tool("List everyone in the company directory: person id, name, team, office, time zone (a fixed UTC offset; "
-          "there is no daylight saving in the planning window), working hours (local time) and working days.")
-    def list_people(self):
-        return [{"person_id": pid, **p} for pid, p in self.state["people"].items()]
+    def _local(self, offset: int, minute: int) -> tuple[str, str]:
+        local = minute + offset
+        return str(self._week.monday + timedelta(days=local // DAY)), _clock(local % DAY)
 
-    @tool("Show one person's calendar for the planning window. Times are in the person's own local time (the result "
-          "states the UTC offset). Each event has a date, start, end, title and show_as: busy, tentative or free. "
-          "Meetings you have booked appear too.",
-          {"person_id": {"type": "string", "description": "a person id from list_people"}})
-    def get_calendar(self, person_id: str):
-        if person_id not in self.state["people"]:
-            raise ToolError(f"no person with id '{person_id}' (use list_people)")
-        entries = [(e["start"], e["end"], e["title"], e["show_as"]) for e in self.state["events"].values()
-                   if e["person"] == person_id]
-        meetings = self._week.meetings
-        entries += [(b["start"], b["end"], f"{meetings[b['meeting']].title} (booked by you)", "busy")
-                    for _, b in self._active() if person_id in b["attendees"]]
-        events = []
-        for start, end, title, show_as in sorted(entries):
-            day, clock = self._local(person_id, start)
-            end_day, end_clock = self._local(person_id, end)
-            events.append({"date": day, "start": clock,
-                           "end": end_clock if end_day == day else f"{end_day} {end_clock}",
-                           "title": title, "show_as": show_as})
-        person = self.state["people"][person_id]
-        return {"person_id": person_id, "name": person["name"], "times_are": f"local time, {person['timezone']}",
-                "events": events}
+    @tool("Documentation of the campus services. Topics: 'scheduling' (the hard rules every booking must meet), "
+          "'calendars' (directory, time zones, hours, calendar events), 'rooms' (rooms, equipment, booking).",
+          {"topic": {"type": "string", "enum": list(MEETING_DOCS)}})
+    def describe_api(self, topic: str) -> Any:
+        return {"topic": topic, "text": MEETING_DOCS[topic].format(buffer=self._week.buffer)}
 
-    @tool("List the meeting rooms (all in the organiser's office): room id, name, seats, equipment and hourly rate "
-          "in dollars charged to the team's room budget.")
-    def list_rooms(self):
-        return {"office": self._week.office,
-                "rooms": [{"room_id": rid, "name": r["name"], "seats": r["capacity"], "equipment": r["equipment"],
-                           "hourly_rate": r["hourly_rate"]} for rid, r in self.state["rooms"].items()]}
+    @tool("Meeting requests: one page of the queue (request id, title, duration).", {"page": {"type": "integer"}})
+    def list_requests(self, page: int) -> Any:
+        rows = [{k: q[k] for k in ("request_id", "title", "duration_minutes")} for q in self.state["requests"].values()]
+        listing = _paged(rows, page, REQUEST_PAGE)
+        return {"queue": self._queue, "page": page, "pages": listing["pages"], "requests": listing["rows"]}
 
-    @tool("Show a room's bookings in the planning window, times in UTC. Meetings you have booked appear too.",
-          {"room_id": {"type": "string", "description": "a room id from list_rooms"}})
-    def get_room_schedule(self, room_id: str):
-        if room_id not in self.state["rooms"]:
-            raise ToolError(f"no room with id '{room_id}' (use list_rooms)")
-        entries = [(b["start"], b["end"], b["booked_by"]) for b in self.state["room_bookings"].values()
-                   if b["room"] == room_id]
-        entries += [(b["start"], b["end"], f"{self._week.meetings[b['meeting']].title} (booked by you)")
-                    for _, b in self._active() if b["room"] == room_id]
+    @tool("Meeting requests: one request in full.", {"request_id": {"type": "string"}})
+    def get_request(self, request_id: str) -> Any:
+        return copy.deepcopy(self._get("requests", request_id.upper(), "request_id"))
+
+    @tool("Directory: one page of people (person id, name, where they work).", {"page": {"type": "integer"}})
+    def list_people(self, page: int) -> Any:
+        rows = [{k: p[k] for k in ("person_id", "name", "works")} for p in self.state["people"].values()]
+        listing = _paged(rows, page, PEOPLE_PAGE)
+        return {"page": page, "pages": listing["pages"], "people": listing["rows"]}
+
+    @tool("Directory: one person in full (time zone, working days and hours, preferred hours).",
+          {"person_id": {"type": "string"}})
+    def get_person(self, person_id: str) -> Any:
+        return copy.deepcopy(self._get("people", person_id.lower(), "person_id"))
+
+    @tool("Calendars: one page of a person's events in the planning week, in their local time.",
+          {"person_id": {"type": "string"}, "page": {"type": "integer"}})
+    def get_calendar(self, person_id: str, page: int) -> Any:
+        person = self._get("people", person_id.lower(), "person_id")
+        pid, offset = person["person_id"], self._week.people[person["person_id"]].offset
+        entries = [(e["start"], e["end"], e["show_as"], e["where"], e["title"])
+                   for e in self.state["events"][pid].values()]
+        requests = self._week.requests
+        entries += [(b["start"], b["end"], "busy", self._week.rooms[b["room_id"]]["building"],
+                     f"{requests[b['request_id']].title} (booked by you)")
+                    for b in self._active().values() if pid in requests[b["request_id"]].required]
+        rows = []
+        for start, end, shown, where, title in sorted(entries):
+            day, clock = self._local(offset, start)
+            rows.append([day, clock, self._local(offset, end)[1], shown, where, title])
+        listing = _paged(rows, page, CALENDAR_PAGE)
+        return {"person_id": pid, "times": f"local, {person['time_zone']}", "page": page,
+                "pages": listing["pages"], "columns": EVENT_COLUMNS, "events": listing["rows"]}
+
+    @tool("Rooms: one page of the campus rooms (room id, name, building, seats).", {"page": {"type": "integer"}})
+    def list_rooms(self, page: int) -> Any:
+        rows = [{k: room[k] for k in ("room_id", "name", "building", "seats")} for room in self.state["rooms"].values()]
+        listing = _paged(rows, page, ROOM_PAGE)
+        return {"page": page, "pages": listing["pages"], "rooms": listing["rows"]}
+
+    @tool("Rooms: one room in full: equipment and its bookings in the planning week (UTC), yours included.",
+          {"room_id": {"type": "string"}})
+    def get_room(self, room_id: str) -> Any:
+        room = self._get("rooms", room_id.lower(), "room_id")
+        taken = [(s, e, "booked") for s, e in room["bookings"]] + [
+            (b["start"], b["end"], f"you ({b['request_id']})") for b in self._active().values()
+            if b["room_id"] == room["room_id"]]
         week = self._week
-        return {"room_id": room_id, "times_are": "UTC",
-                "bookings": [{"date": week.utc_text(s)[:10], "start": _clock(s % DAY),
-                              "end": week.utc_text(e) if e // DAY != s // DAY else _clock(e % DAY), "booked_by": who}
-                             for s, e, who in sorted(entries)]}
+        return {**{k: room[k] for k in ("room_id", "name", "building", "seats", "equipment")}, "times": "UTC",
+                "columns": BOOKING_COLUMNS, "bookings": [[week.utc_text(s)[:10], _clock(s % DAY), _clock(e % DAY), who]
+                                                         for s, e, who in sorted(taken)]}
 
-    @tool("Book one of the requested meetings: sends the invitations and reserves the room. The system checks "
-          "nothing else: not calendars, working hours, room size, equipment or conflicts. Returns the booking id "
-          "and the room charge.",
-          {"meeting": {"type": "string", "enum": ["A", "B"], "description": "which requested meeting this is"},
-           "start_utc": {"type": "string", "description": "start in UTC, 'YYYY-MM-DD HH:MM', on the hour or half "
-                                                          "hour, inside the planning window"},
-           "duration_minutes": {"type": "integer", "description": "a multiple of 30, at most 480"},
-           "room_id": {"type": "string"},
-           "attendees": {"type": "array", "items": {"type": "string"}, "description": "person ids of every attendee"}})
-    def book_meeting(self, meeting: str, start_utc: str, duration_minutes: int, room_id: str, attendees: list[str]):
-        week = self._week
+    def _start(self, start_utc: str, duration: int) -> int:
         match = _WHEN.match(start_utc)
         if not match:
             raise ToolError(f"start_utc '{start_utc}' is not of the form YYYY-MM-DD HH:MM (UTC)")
         try:
-            day = (date.fromisoformat(match.group(1)) - week.first_day).days
+            day = (date.fromisoformat(match.group(1)) - self._week.monday).days
         except ValueError:
             raise ToolError(f"'{match.group(1)}' is not a valid date") from None
         hour, minute = int(match.group(2)), int(match.group(3))
         if hour > 23 or minute > 59:
             raise ToolError(f"'{start_utc}' is not a valid time")
-        start = day * DAY + hour * 60 + minute
         if minute % SLOT:
             raise ToolError("meetings start on the hour or half hour")
-        if duration_minutes <= 0 or duration_minutes > 480 or duration_minutes % SLOT:
-            raise ToolError("duration_minutes must be a positive multiple of 30, at most 480")
-        if start < 0 or start + duration_minutes > HORIZON:
-            raise ToolError(f"the meeting must lie inside the planning window {week.utc_text(0)} to "
-                            f"{week.utc_text(HORIZON)} UTC")
-        if room_id not in self.state["rooms"]:
-            raise ToolError(f"no room with id '{room_id}' (use list_rooms)")
-        if not attendees:
-            raise ToolError("a meeting needs attendees")
-        unknown = [p for p in attendees if p not in self.state["people"]]
-        if unknown:
-            raise ToolError(f"unknown person id(s): {', '.join(unknown[:5])}")
-        if len(set(attendees)) != len(attendees):
-            raise ToolError("an attendee is listed twice")
-        booking_id = f"BK-{self._base + len(self.state['bookings']) + 1}"
-        cost = self.state["rooms"][room_id]["hourly_rate"] * duration_minutes // 60
-        self.state["bookings"][booking_id] = {"meeting": meeting, "start": start, "end": start + duration_minutes,
-                                              "room": room_id, "attendees": sorted(attendees), "cost": cost,
-                                              "status": "active"}
-        return {"booking_id": booking_id, "meeting": meeting, "title": week.meetings[meeting].title,
-                "start_utc": week.utc_text(start), "end_utc": week.utc_text(start + duration_minutes),
-                "room_id": room_id, "attendees": sorted(attendees), "room_charge": cost}
+        start = day * DAY + hour * 60 + minute
+        if start < 0 or start + duration > DAYS * DAY:
+            raise ToolError(f"the meeting must lie inside the planning week {self._week.utc_text(0)} to "
+                            f"{self._week.utc_text(DAYS * DAY)} UTC")
+        return start
 
-    @tool("Cancel a booking you made; the room is released and the invitations withdrawn.",
+    @tool("Bookings: book a request's meeting in a room (see describe_api 'rooms'). Returns the booking.",
+          {"request_id": {"type": "string"}, "start_utc": {"type": "string", "description": "YYYY-MM-DD HH:MM, UTC"},
+           "room_id": {"type": "string"}})
+    def book_meeting(self, request_id: str, start_utc: str, room_id: str) -> Any:
+        req = self._get("requests", request_id.upper(), "request_id")
+        room = self._get("rooms", room_id.lower(), "room_id")
+        start = self._start(start_utc, req["duration_minutes"])
+        end = start + req["duration_minutes"]
+        active = self._active()
+        held = [bid for bid, b in active.items() if b["request_id"] == req["request_id"]]
+        if held:
+            raise ToolError(f"{req['request_id']} is already booked ({held[0]}); cancel it first")
+        if any(s < end and start < e for s, e in room["bookings"]) or any(
+                b["room_id"] == room["room_id"] and b["start"] < end and start < b["end"] for b in active.values()):
+            raise ToolError(f"{room['room_id']} is booked at that time")
+        booking_id = f"BK-{self._base + len(self.state['bookings'])}"
+        self.state["bookings"][booking_id] = {"request_id": req["request_id"], "room_id": room["room_id"],
+                                              "start": start, "end": end, "status": "active"}
+        return self._view(booking_id)
+
+    def _view(self, booking_id: str) -> dict[str, Any]:
+        b = self.state["bookings"][booking_id]
+        req = self.state["requests"][b["request_id"]]
+        return {"booking_id": booking_id, "request_id": b["request_id"], "room_id": b["room_id"],
+                "start_utc": self._week.utc_text(b["start"]), "end_utc": self._week.utc_text(b["end"]),
+                "invited": req["required"] + req["optional"], "status": b["status"]}
+
+    @tool("Bookings: cancel one of your bookings (the room is released, the invitations withdrawn).",
           {"booking_id": {"type": "string"}})
-    def cancel_booking(self, booking_id: str):
-        booking = self.state["bookings"].get(booking_id)
-        if booking is None:
-            raise ToolError(f"no booking '{booking_id}' made by you")
+    def cancel_booking(self, booking_id: str) -> Any:
+        booking = self._get("bookings", booking_id.upper(), "booking_id")
         if booking["status"] != "active":
-            raise ToolError(f"booking '{booking_id}' is already cancelled")
+            raise ToolError(f"booking {booking_id.strip().upper()} is already cancelled")
         booking["status"] = "cancelled"
-        return {"booking_id": booking_id, "status": "cancelled"}
+        return {"booking_id": booking_id.strip().upper(), "status": "cancelled"}
 
-
-def _check_week(week: Week, env: CalendarEnv, answer: str | None) -> dict[str, bool]:
-    """Every rule checked on the final bookings (any plan that meets them all passes)."""
-    active = env._active()
-    mine = {k: [b for _, b in active if b["meeting"] == k] for k in ("A", "B")}
-    ids = {k: [bid for bid, b in active if b["meeting"] == k] for k in ("A", "B")}
-    one = {k: mine[k][0] if len(mine[k]) == 1 else None for k in ("A", "B")}
-    verdict: dict[str, bool] = {}
-    for key, booking in one.items():
-        meeting = week.meetings[key]
-        others = [b for _, b in active if b is not booking]
-        verdict[f"{key}_booked"] = booking is not None and booking["attendees"] == sorted(meeting.attendees) \
-            and booking["end"] - booking["start"] == meeting.duration
-        verdict[f"{key}_attendees_available"] = booking is not None and all(
-            week.in_hours(p, booking["start"], booking["end"]) and not week.blocked(p, booking["start"], booking["end"])
-            and not any(p in o["attendees"] and o["start"] < booking["end"] and booking["start"] < o["end"]
-                        for o in others) for p in meeting.attendees)
-        verdict[f"{key}_room_suitable"] = booking is not None and week.room_fits(key, booking["room"]) \
-            and week.room_free(booking["room"], booking["start"], booking["end"]) \
-            and not any(o["room"] == booking["room"] and o["start"] < booking["end"] and booking["start"] < o["end"]
-                        for o in others)
-    both = one["A"] is not None and one["B"] is not None
-    verdict["order"] = both and one["B"]["start"] >= one["A"]["end"] + week.gap
-    days: dict[int, int] = {}
-    for _, b in active:
-        if week.lead in b["attendees"]:
-            day = week.local_day(week.lead, b["start"])
-            days[day] = days.get(day, 0) + 1
-    verdict["daily_cap"] = both and all(week.lead_count(d) + n <= week.cap for d, n in days.items())
-    verdict["budget"] = both and sum(b["cost"] for _, b in active) <= week.budget
-    text = answer or ""
-    verdict["answer"] = both and all(
-        ids[k][0].lower() in text.lower()
-        and re.search(re.escape(week.utc_text(one[k]["start"])[:10]) + r"[T ,]*" + re.escape(
-            week.utc_text(one[k]["start"])[11:]), text) is not None for k in ("A", "B"))
-    verdict["one_booking_each"] = all(len(mine[k]) <= 1 for k in ("A", "B"))
-    return verdict
-
-
-MEETING_CHECKS = (
-    Check("A_booked", "meeting A is booked once, with exactly its attendees and its duration"),
-    Check("A_attendees_available", "every attendee of A is in working hours and not busy or tentative"),
-    Check("A_room_suitable", "A's room seats the local attendees and visitors, has video if needed, and is free"),
-    Check("B_booked", "meeting B is booked once, with exactly its attendees and its duration"),
-    Check("B_attendees_available", "every attendee of B is in working hours and not busy or tentative"),
-    Check("B_room_suitable", "B's room seats the local attendees, has video if needed, and is free"),
-    Check("order", "B starts at least the required gap after A ends"),
-    Check("daily_cap", "the organiser's events per local day stay within their cap"),
-    Check("budget", "the room charges stay within the budget"),
-    Check("answer", "the answer gives each booking id and its UTC start"),
-    Check("one_booking_each", "no meeting is booked twice", guard=True),
-)
+    @tool("Bookings: the bookings you made, with their status.")
+    def list_bookings(self) -> Any:
+        return [self._view(bid) for bid in self.state["bookings"]]
 
 
 @dataclass
 class MeetingWorld:
-    """A solved scheduling week, its rooms (A's, B's and the booked bargain), attendee groups, the first booking
-    number and the visiting client."""
+    """A solved week: the optimum, the booking numbers and the names in the prompt."""
 
     week: Week
-    plant: _Plant
-    rooms: tuple[str, str, str]
-    groups: dict[str, list[str]]
+    plan: dict[str, Option]
     base: int
-    client: str
+    queue: str
+    company: str
+    programme: str
+
+    @property
+    def cost(self) -> int:
+        return _plan_cost(self.plan)[0]
+
+
+MEETING_CHECKS = (
+    Check("all_booked", "Every request is booked exactly once and nothing else is booked."),
+    Check("hard_rules", "Every booking meets every scheduling rule: hours, calendars, travel buffers, room seats, "
+                        "video and availability, precedence."),
+    Check("optimal_times", "Every request starts when the optimal plan (objective, then the stated tie-breaks) "
+                           "starts it.", 2.0),
+    Check("optimal_rooms", "Every request is in the optimal plan's room."),
+    Check("answer", "The answer states the optimal plan's total attendee-minutes outside preferred hours."),
+)
 
 
 def meeting_schedule(rng: ItemRng) -> AgTask:
-    """Book a review and a follow-up decision meeting across time zones, rooms, a daily cap and a room budget."""
-    world = _meeting_world(rng)
+    """Book a week of meeting requests at the optimum of a stated objective, across time zones, buildings and rooms."""
+    week, plan, _ = _solved_week(rng.fork("week"))
+    world = MeetingWorld(week, plan, 1000 * rng.randint(2, 9) + rng.randint(0, 899), f"Q-{rng.randint(1000, 9999)}",
+                         rng.choice(COMPANIES), rng.choice(PROGRAMMES))
     reference, wasteful = _meeting_scripts(world)
-    frozen = copy.deepcopy(world.week)
-    return AgTask(prompt=_meeting_prompt(world), make_env=lambda: CalendarEnv(copy.deepcopy(frozen), world.base),
-                  checks=MEETING_CHECKS, evaluate=lambda env, text: _check_week(frozen, env, text),
-                  reference=reference, wasteful=wasteful)
-
-
-def _meeting_world(rng: ItemRng) -> MeetingWorld:
-    """The first week drawn that has exactly one plan, then the booking numbers and the visitors' company."""
-    for attempt in range(400):
-        drawn = _draw_week(rng.fork(f"week-{attempt}"))
-        if drawn is not None:
-            break
-    else:
-        raise RuntimeError("no schedulable week found")  # never happens for the seeds the tests cover
-    week, plant, rooms, groups = drawn
-    base = 1000 * rng.randint(2, 9) + rng.randint(0, 899)
-    return MeetingWorld(week, plant, rooms, groups, base, rng.choice(CLIENTS))
+    return AgTask(_meeting_prompt(world), lambda: CampusEnv(world.week, world.base, world.queue), MEETING_CHECKS,
+                  lambda env, answer: _check_week(world, env, answer), reference, wasteful)
 
 
 def _meeting_prompt(world: MeetingWorld) -> str:
-    """The two meetings to book and the hard rules."""
-    week, groups = world.week, world.groups
-    people = week.people
-    lead = people[week.lead]
-    first, second = week.meetings["A"], week.meetings["B"]
-    team = people[week.lead].team
-    guest = people[groups["guest"][0]].name
-    days = ", ".join(f"{WEEKDAYS[(week.first_day + timedelta(days=d)).weekday()]} "
-                     f"{week.first_day + timedelta(days=d)}" for d in range(3))
+    week = world.week
     return (
-        f"You are the scheduling assistant of {lead.name} ({team} team lead, {week.office} office). Book two "
-        f"meetings in the planning window {days} (00:00 to 24:00 UTC on those dates).\n\n"
-        f"- Meeting A, \"{first.title}\": {first.duration} minutes with the whole {team} team (see the directory) "
-        f"and {guest}. {first.visitors} visitor{'s' if first.visitors > 1 else ''} from "
-        f"{world.client} will attend in person (visitors are not in the directory and "
-        f"are not invited through the tool).\n"
-        f"- Meeting B, \"{second.title}\": {second.duration} minutes with {lead.name}, "
-        f"{people[groups['others'][0]].name} and {people[groups['others'][1]].name}. It must start at least "
-        f"{week.gap} minutes after meeting A ends.\n\n"
-        "Hard rules:\n"
-        "1. Every attendee must be within their working hours, on one of their working days, for the whole meeting, "
-        "judged in their own time zone.\n"
-        "2. Events shown as busy or tentative make a person unavailable; events shown as free do not.\n"
-        f"3. {lead.name} accepts at most {week.cap} meetings a day: on each of their local calendar days, their busy "
-        f"and tentative events, counting the new meetings, must not exceed {week.cap}.\n"
-        f"4. Every room is in the {week.office} office. A room must seat the attendees based in {week.office} plus "
-        "the visitors, must be free for the whole meeting, and a meeting with any attendee based in another office "
-        "needs a room with video conferencing.\n"
-        f"5. The two room charges (hourly rate x duration) must total at most ${week.budget}.\n\n"
-        "Book each meeting exactly once; cancel any booking you no longer want. When you are done, call submit with "
-        "each meeting's booking id and its start time in UTC written as YYYY-MM-DD HH:MM.")
+        f"You coordinate the {world.programme} programme at {world.company}, whose campus is in {week.campus}. Book "
+        f"every meeting request in the programme's queue {world.queue} (list_requests) into the planning week that "
+        f"starts on Monday {week.monday.isoformat()}. The hard scheduling rules are in describe_api (topic "
+        "'scheduling'); the directory, calendars and rooms are documented there too.\n\n"
+        "Of all the plans that book every request once and meet every rule, book the best one, judged in this "
+        "order:\n"
+        "1. The fewest attendee-minutes outside preferred hours in total: for each meeting and each of its required "
+        "attendees, the minutes of the meeting that fall outside that attendee's preferred hours (their local time).\n"
+        "2. Then the fewest room changes: a room change is a meeting whose request names a usual room and that is "
+        "booked in another room.\n"
+        "3. Then the earliest starts: compare the plans request by request in ascending request id order; the first "
+        "request the plans start at different times decides, and the earlier start wins.\n"
+        "4. Then the smaller rooms: in the same order, the first request the plans put in rooms with different seat "
+        "counts decides, and fewer seats win.\n"
+        "Book each request exactly once and nothing else.\n\n"
+        "When you are done, call submit with the booking ids and the plan's total attendee-minutes outside preferred "
+        "hours.")
+
+
+def _check_week(world: MeetingWorld, env: Environment, answer: str | None) -> dict[str, bool]:
+    week, plan = world.week, world.plan
+    active = [b for b in env.state["bookings"].values() if b["status"] == "active"]
+    by_request = {b["request_id"]: b for b in active}
+    complete = len(active) == len(by_request) == len(week.requests)
+    options, pairs = _options(week, Rules()), _pairs(week, Rules())
+    chosen = {rid: next((o for o in options[rid] if o.start * SLOT == b["start"] and o.room == b["room_id"]), None)
+              for rid, b in by_request.items()}
+    valid = complete and all(chosen.values()) and not any(
+        _clash(chosen[a], chosen[b], pairs[(a, b)], week.buffer // SLOT) for a in chosen for b in chosen if a < b)
+    return {
+        "all_booked": complete,
+        "hard_rules": valid,
+        "optimal_times": complete and all(by_request[rid]["start"] == o.start * SLOT for rid, o in plan.items()),
+        "optimal_rooms": complete and all(by_request[rid]["room_id"] == o.room for rid, o in plan.items()),
+        "answer": complete and world.cost in signed_integers(answer or ""),
+    }
+
+
+def _meeting_reads(world: MeetingWorld) -> list[Call]:
+    """What an efficient agent reads: the documentation, every request, the directory, each required attendee and
+    their calendar, and every room."""
+    week, state = world.week, _week_state(world.week)
+    pages = lambda n, size: range(1, max(1, -(-n // size)) + 1)  # noqa: E731
+    required = list(dict.fromkeys(p for rid in sorted(week.requests) for p in week.requests[rid].required))
+    return [*[Call("describe_api", {"topic": t}) for t in MEETING_DOCS],
+            *[Call("list_requests", {"page": p}) for p in pages(len(week.requests), REQUEST_PAGE)],
+            *[Call("get_request", {"request_id": rid}) for rid in sorted(week.requests)],
+            *[Call("list_people", {"page": p}) for p in pages(len(week.people), PEOPLE_PAGE)],
+            *[Call("get_person", {"person_id": pid}) for pid in required],
+            *[Call("get_calendar", {"person_id": pid, "page": p}) for pid in required
+              for p in pages(len(state["events"][pid]), CALENDAR_PAGE)],
+            *[Call("list_rooms", {"page": p}) for p in pages(len(week.rooms), ROOM_PAGE)],
+            *[Call("get_room", {"room_id": room}) for room in sorted(week.rooms)]]
 
 
 def _meeting_scripts(world: MeetingWorld) -> tuple[tuple[Call, ...], tuple[Call, ...]]:
-    """The efficient agent's calls, and a wasteful one that rereads, books B at the trap slot and rebooks it."""
-    week, plant, base = world.week, world.plant, world.base
-    room_a, room_b, bargain = world.rooms
-    first, second = week.meetings["A"], week.meetings["B"]
-    ids = (f"BK-{base + 1}", f"BK-{base + 2}")
+    """The efficient agent's calls, and a wasteful one that rereads and books one request in a wrong room first."""
+    week, plan = world.week, world.plan
+    reads = _meeting_reads(world)
+    books = [Call("book_meeting", {"request_id": rid, "start_utc": week.utc_text(o.start * SLOT), "room_id": o.room})
+             for rid, o in sorted(plan.items())]
 
-    def book(key: str, start: int, room: str) -> Call:
-        meeting = week.meetings[key]
-        return Call("book_meeting", {"meeting": key, "start_utc": week.utc_text(start),
-                                     "duration_minutes": meeting.duration, "room_id": room,
-                                     "attendees": list(meeting.attendees)})
+    def answer(first: int) -> Call:
+        ids = ", ".join(f"{rid} {'BK-'}{world.base + first + i}" for i, rid in enumerate(sorted(plan)))
+        return Call("submit", {"answer": f"Booked {ids}. Total attendee-minutes outside preferred hours: "
+                                         f"{world.cost}; room changes: {_plan_cost(plan)[1]}."})
 
-    rooms_read = sorted({bargain, room_a, room_b})  # the cheapest fitting rooms an efficient agent checks
-    reads = [Call("list_people")]
-    reads += [Call("get_calendar", {"person_id": pid}) for pid in sorted(set(first.attendees) | set(second.attendees))]
-    reads += [Call("list_rooms")] + [Call("get_room_schedule", {"room_id": rid}) for rid in rooms_read]
-
-    def answer(b_id: str) -> str:
-        return (f"Meeting A: {ids[0]} at {week.utc_text(plant.a_start)} UTC; "
-                f"meeting B: {b_id} at {week.utc_text(plant.b_start)} UTC.")
-
-    reference = (*reads, book("A", plant.a_start, room_a), book("B", plant.b_start, room_b),
-                 Call("submit", {"answer": answer(ids[1])}))
-    wasteful = (reads[0], reads[0], *reads[1:], Call("list_rooms"), book("A", plant.a_start, room_a),
-                book("B", plant.b_trap, room_b), Call("cancel_booking", {"booking_id": ids[1]}),
-                book("B", plant.b_start, room_b), Call("submit", {"answer": answer(f"BK-{base + 3}")}))
-    return reference, wasteful
+    first_id, first = sorted(plan.items())[0]
+    span = (first.start * SLOT, first.end * SLOT)
+    free = [(start, room) for start in [span[0]] + list(range(0, DAYS * DAY - (span[1] - span[0]), SLOT))
+            for room in sorted(week.rooms) if room != first.room and not any(
+                s < start + span[1] - span[0] and start < e for s, e in week.rooms[room]["bookings"])]
+    start, wrong = free[0]
+    detour = [Call("book_meeting", {**books[0].args, "start_utc": week.utc_text(start), "room_id": wrong}),
+              Call("cancel_booking", {"booking_id": f"BK-{world.base}"})]
+    wasteful = (*reads[:4], reads[3], *reads[4:8], reads[5], *reads[8:], *detour, *books, answer(1))
+    return (*reads, *books, answer(0)), wasteful
 
 
-# ================================================================= task 2: a conference trip under a budget
+# ---------------------------------------------------------------- task 2: a two-city business trip
 
-CITIES = (("Lisbon", "LIS", 0), ("Copenhagen", "CPH", 60), ("Vienna", "VIE", 60), ("Dublin", "DUB", 0),
-          ("Montreal", "YUL", -300), ("Chicago", "ORD", -360), ("Denver", "DEN", -420), ("Madrid", "MAD", 60),
-          ("Prague", "PRG", 60), ("Edinburgh", "EDI", 0), ("Boston", "BOS", -300), ("Oslo", "OSL", 60),
-          ("Austin", "AUS", -360), ("Toronto", "YYZ", -300), ("Athens", "ATH", 120), ("Seattle", "SEA", -480))
-CARRIERS = (("Aurora Air", "AU", "SkyStar"), ("Bluewing", "BW", "Bluewing Club"),
-            ("Cirrus Airlines", "CR", "Cirrus Miles"), ("Meridian", "MD", "Meridian Plus"),
-            ("Solstice Air", "SX", "Solstice Rewards"), ("Northjet", "NJ", "JetPoints"))
-CHAINS = ("Harbor", "Lumen", "Corvid", "Alder", "Sable")
-INDEPENDENTS = ("Hotel Marisol", "The Linden", "Casa Verde", "The Foundry Inn", "Pier Seven Lodge", "Hotel Aster",
-                "The Wren", "Hotel Calma")
-DISTRICTS = ("Old Town", "Riverside", "Central Station", "Harbourfront", "Arts Quarter", "Convention Centre",
-             "University", "Market Square")
-EVENTS = ("Nordic Data Summit", "Open Logistics Forum", "Applied ML Conference", "FinOps World", "CloudOps Days",
-          "Retail Tech Expo", "Secure Systems Symposium")
-TRAVELLERS = ("Dana Whitfield", "Rui Matsuda", "Ines Carvalho", "Marek Horvath", "Leah Goldberg", "Tobias Brandt",
-              "Noor Siddiqui", "Grace Mwangi")
-FARES = ("Basic", "Standard", "Flex")
+HOMES = (("Denver", "DEN"), ("Dallas", "DFW"), ("Atlanta", "ATL"), ("Phoenix", "PHX"), ("Miami", "MIA"),
+         ("Minneapolis", "MSP"), ("Houston", "IAH"), ("Salt Lake City", "SLC"), ("Charlotte", "CLT"),
+         ("Nashville", "BNA"))
+CORRIDORS = ((("Boston", "BOS"), ("New York", "LGA")), (("New York", "LGA"), ("Philadelphia", "PHL")),
+             (("Philadelphia", "PHL"), ("Washington", "DCA")), (("Seattle", "SEA"), ("Portland", "PDX")),
+             (("San Diego", "SAN"), ("Los Angeles", "LAX")), (("Montreal", "YUL"), ("Toronto", "YYZ")),
+             (("Chicago", "ORD"), ("Milwaukee", "MKE")), (("Washington", "DCA"), ("Baltimore", "BWI")))
+CARRIERS = (("Aerolis", "AL"), ("Bluejet", "BJ"), ("Corvid Air", "CV"))
+RAIL = ("Corridor Rail", "CR")
+CLASSES = ("Saver", "Standard", "Flex")
+RAIL_CLASSES = ("Value", "Flexi")
+CHAINS = ("Harbor Suites", "Lumen Hotels", "Stayway", "Parkline Inn", "Redwood House", "Nomad Rooms")
+HOTEL_WORDS = ("Central", "Riverside", "Grand", "Plaza", "Station", "Garden", "Midtown", "Harbor", "Union", "Park")
+TRAVELLERS = ("Dana Whitfield", "Marcus Oyelaran", "Ines Carvalho", "Theo Lindgren", "Rhea Kapoor", "Owen Blackwood",
+              "Lucia Ferraro", "Sam Achterberg")
+CLIENTS = ("Norvale Bank", "Kestrel Freight", "Auric Health", "Bluefin Media", "Tessaro Retail", "Calder Energy")
+CONFERENCES = ("CloudScale Summit", "DataOps World", "FinTech Forum", "DevSecCon", "RetailTech Expo", "ML Systems Days")
+TRANSFER_LEAD = {"flight": 120, "train": 45}  # minutes a departure transfer leaves the hotel before the service
+WORKSHOP, CONFERENCE = (540, 1020), (540, 1050)
+FARE_COLUMNS = ["fare_id", "class", "price"]
+AFTER_EVENT = 120  # a same-day departure leaves at least this long after the event ends
+TRIP_DOCS = {
+    "fares": (
+        "Fares. search_flights lists a route's flights on one date (times local at each airport) with their fares: "
+        "fare_id, class and price; search_trains lists Corridor Rail trains between two cities the same way. A "
+        "fare's rules depend only on its carrier and class: get_fare_rules(carrier, fare_class) gives the checked "
+        "bags included, the fee per checked bag beyond them (per flight), whether it is refundable and its change "
+        "fee (null: no changes). A change moves a ticket to another flight of the same carrier, route and class: "
+        "you pay the change fee plus the fare difference when the new flight's fare in that class is higher than "
+        "the fare paid (nothing comes back when it is lower), and the ticket keeps its bags. Loyalty benefits and "
+        "company deals are on the traveller's profile (get_traveller)."),
+    "hotels": (
+        "Hotels. search_hotels lists a city's hotels: hotel_id, name, chain and distance to the city's event venue. "
+        "get_hotel adds the rate plans (rate_id, plan, posted nightly room rate, cancellation), the nightly fee (city "
+        "tax and resort fee, charged every night on top of the room rate and never discounted) and the ground "
+        "transfers between the hotel and the city's airport and station: mode, price per ride and the hours a ride "
+        "may start (HH:MM-HH:MM, end exclusive; taxis run around the clock)."),
+    "bookings": (
+        "Bookings. book_flight(fare_id, checked_bags) charges the fare plus the fees of bags beyond the allowance, "
+        "after the traveller's bag benefits; book_train(fare_id) charges the fare; book_hotel(rate_id, check_in, "
+        "check_out) charges nights x (posted rate + nightly fee). book_transfer(hotel_id, booking_id, mode) books "
+        "the ride between the hotel and the airport or station of a flight or train booking that arrives in or "
+        "leaves from the hotel's city: an arriving ride starts when the service arrives, a departing ride leaves "
+        "the hotel 120 minutes before a flight and 45 minutes before a train; a mode that does not run then is "
+        "refused. change_flight(booking_id, fare_id) changes a ticket (see 'fares'). cancel_booking refunds "
+        "refundable bookings and transfers in full and keeps the whole charge of non-refundable ones. Discounts "
+        "that need a threshold are not taken off at booking: list_bookings shows the trip statement, with the "
+        "discounts the active bookings earn and the total charged."),
+}
 
 
 @dataclass(frozen=True)
-class Fare:
-    """One fare on one flight; times are local at the departure and arrival airports."""
+class Service:
+    """A flight or a train on one date; times are local minutes of the day at each end."""
 
-    id: str
-    flight: str
+    number: str
+    mode: str
     carrier: str
-    origin: str
+    origin: str  # an airport code, or a city for trains
     destination: str
-    departs: datetime
-    arrives: datetime
-    cls: str
-    price: int  # dollars
-
-    @property
-    def refundable(self) -> bool:
-        return self.cls == "Flex"
-
-
-@dataclass(frozen=True)
-class Rate:
-    """One rate plan of one hotel."""
-
-    id: str
-    hotel_id: str
-    hotel: str
-    chain: str
-    distance: int  # tenths of a km to the venue
-    plan: str
-    nightly: int  # dollars
-    fee: int  # dollars per night, never discounted
-
-    @property
-    def refundable(self) -> bool:
-        return self.plan == "Flexible"
+    day: date
+    departs: int
+    arrives: int
+    fares: tuple[tuple[str, str, int], ...]  # (fare_id, class, price in dollars)
 
 
 @dataclass(frozen=True)
 class TripRules:
-    """The cost and validity rules; the generator switches each off to prove that ignoring it misleads."""
+    """The pricing a solver applies; traps misread one part."""
 
-    bag_fees: bool = True
-    loyalty: bool = True
-    condition: bool = True
-    times: bool = True
-    hotel_policy: bool = True
+    bags: bool = True
+    corporate: str = "threshold"  # or "never", "always"
+    chain: str = "threshold"
+    cap: bool = True
+    transfers: bool = True
 
 
 @dataclass
 class Trip:
     """One trip instance."""
 
+    trip_id: str
     traveller: str
+    traveller_id: str
     home: tuple[str, str]
-    city: tuple[str, str]
-    event_id: str
-    event: str
-    venue: str
-    start: datetime
-    end: datetime
-    land_before: int  # minutes
-    leave_after: int  # minutes
-    max_distance: int  # tenths of a km
-    carriers: dict[str, dict[str, Any]]  # name -> {"code", "programme", "bag_fee"}
-    loyal_carrier: str
+    first: tuple[str, str]  # the workshop city and airport
+    second: tuple[str, str]  # the conference city and airport
+    workshop: date
+    client: str
+    conference: str
+    status: str  # the carrier whose first checked bag is free
+    corporate: str  # the carrier of the company deal
+    corporate_pct: int
     chain: str
-    discount: int  # percent off the nightly room rate
-    min_nights: int
-    fares: dict[str, Fare] = field(default_factory=dict)
-    rates: dict[str, Rate] = field(default_factory=dict)
-    budget: int = 0  # cents
+    chain_pct: int
+    max_km: int  # tenths of a kilometre
+    cap: dict[str, int]  # city -> the highest posted nightly rate the policy allows
+    services: dict[str, Service] = field(default_factory=dict)
+    fare_rules: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    hotels: dict[str, dict[str, Any]] = field(default_factory=dict)
+    existing: dict[str, Any] = field(default_factory=dict)
 
-    def bag_cost(self, fare: Fare, bags: int, rules: TripRules = TripRules()) -> int:
-        if not rules.bag_fees:
+    def fare(self, fare_id: str) -> tuple[Service, str, int]:
+        for service in self.services.values():
+            for fid, cls, price in service.fares:
+                if fid == fare_id:
+                    return service, cls, price
+        raise KeyError(fare_id)
+
+    def city_of(self, hub: str) -> str:
+        for city, code in (self.home, self.first, self.second):
+            if hub in (city, code):
+                return city
+        raise KeyError(hub)
+
+    def legs(self) -> tuple[tuple[str, str, tuple[date, ...]], ...]:
+        """The three legs: origin city, destination city and the allowed departure dates."""
+        w = self.workshop
+        return ((self.home[0], self.first[0], (w - timedelta(days=2), w - timedelta(days=1))),
+                (self.first[0], self.second[0], (w, w + timedelta(days=1))),
+                (self.second[0], self.home[0], (w + timedelta(days=3), w + timedelta(days=4))))
+
+    def leg_ok(self, leg: int, service: Service) -> bool:
+        """Whether a service may carry a leg: route, date and the same-day gap after the event."""
+        origin, destination, days = self.legs()[leg]
+        if self.city_of(service.origin) != origin or self.city_of(service.destination) != destination:
+            return False
+        if service.day not in days:
+            return False
+        event_end = {1: WORKSHOP[1], 2: CONFERENCE[1]}.get(leg)
+        return not (event_end is not None and service.day == days[0] and service.departs < event_end + AFTER_EVENT)
+
+    def bag_fee(self, service: Service, cls: str, rules: TripRules = TripRules()) -> int:
+        """Dollars for one checked bag on a flight under the fare rules and the status benefit."""
+        if service.mode == "train" or not rules.bags:
             return 0
-        free = 1 if fare.cls == "Flex" or (rules.loyalty and fare.cls == "Standard"
-                                           and fare.carrier == self.loyal_carrier) else 0
-        return max(0, bags - free) * self.carriers[fare.carrier]["bag_fee"] * 100
+        rule = self.fare_rules[(service.carrier, cls)]
+        if rule["bags_included"] >= 1 or service.carrier == self.status:
+            return 0
+        return rule["bag_fee"]
 
-    def fare_cost(self, fare: Fare, bags: int = 1, rules: TripRules = TripRules()) -> int:
-        return fare.price * 100 + self.bag_cost(fare, bags, rules)
-
-    def stay_cost(self, rate: Rate, nights: int, rules: TripRules = TripRules()) -> int:
-        member = rules.loyalty and rate.chain == self.chain and (nights >= self.min_nights or not rules.condition)
-        return nights * (rate.nightly * (100 - (self.discount if member else 0)) + rate.fee * 100)
-
-    def outbound_ok(self, fare: Fare) -> bool:
-        return fare.origin == self.home[1] and fare.arrives <= self.start - timedelta(minutes=self.land_before)
-
-    def return_ok(self, fare: Fare) -> bool:
-        return fare.origin == self.city[1] and fare.departs >= self.end + timedelta(minutes=self.leave_after)
-
-    def hotel_ok(self, rate: Rate) -> bool:
-        return rate.refundable and rate.distance <= self.max_distance
+    def transfer(self, hotel_id: str, hub_kind: str, minute: int) -> tuple[str, int] | None:
+        """The cheapest mode (and its price in dollars) between a hotel and its city's hub that runs at a minute."""
+        best = None
+        for option in self.hotels[hotel_id]["transfers"][hub_kind]:
+            low, high = option["hours"]
+            if low <= minute % DAY < high and (best is None or option["price"] < best[1]):
+                best = (option["mode"], option["price"])
+        return best
 
 
-Plan = tuple[int, str, str, str]  # cost in cents, outbound fare id, return fare id, rate id
+def _draw_fare_rules(r: ItemRng) -> dict[tuple[str, str], dict[str, Any]]:
+    rules = {}
+    for carrier, _ in CARRIERS:
+        bag = 5 * r.randint(6, 9)
+        rules[(carrier, "Saver")] = {"bags_included": 0, "bag_fee": bag, "refundable": False, "change_fee": None}
+        rules[(carrier, "Standard")] = {"bags_included": 1, "bag_fee": bag, "refundable": False,
+                                        "change_fee": 5 * r.randint(20, 40)}
+        rules[(carrier, "Flex")] = {"bags_included": 1, "bag_fee": bag, "refundable": True, "change_fee": 0}
+    rules[(RAIL[0], "Value")] = {"bags_included": 2, "bag_fee": 0, "refundable": False, "change_fee": None}
+    rules[(RAIL[0], "Flexi")] = {"bags_included": 2, "bag_fee": 0, "refundable": True, "change_fee": None}
+    return rules
 
 
-def _ranked(trip: Trip, rules: TripRules) -> list[Plan]:
-    """Plans in order of cost under the rules (keeping the three cheapest of each part per date or stay length)."""
-    def cheapest(items: list[tuple[int, str, Any]]) -> dict[Any, list[tuple[int, str]]]:
-        groups: dict[Any, list[tuple[int, str]]] = {}
-        for cost, fid, group in sorted(items):
-            groups.setdefault(group, [])
-            if len(groups[group]) < 3:
-                groups[group].append((cost, fid))
-        return groups
+def _draw_services(r: ItemRng, trip: Trip, fare_ids: list[str]) -> None:
+    """Flights for the three legs, the trains between the two cities, and the ticket already bought."""
+    ids = iter(fare_ids)
+    numbers: set[str] = set()
 
-    fares = trip.fares.values()
-    outs = cheapest([(trip.fare_cost(f, 1, rules), f.id, f.arrives.date()) for f in fares
-                     if f.origin == trip.home[1] and (trip.outbound_ok(f) or not rules.times)])
-    backs = cheapest([(trip.fare_cost(f, 1, rules), f.id, f.departs.date()) for f in fares
-                      if f.origin == trip.city[1] and (trip.return_ok(f) or not rules.times)])
-    rates = [r for r in trip.rates.values() if trip.hotel_ok(r) or not rules.hotel_policy]
-    plans = []
-    for arrival, out_list in outs.items():
-        for departure, back_list in backs.items():
-            nights = (departure - arrival).days
-            if nights < 1:
-                continue
-            stays = sorted((trip.stay_cost(r, nights, rules), r.id) for r in rates)[:3]
-            plans += [(o[0] + b[0] + s[0], o[1], b[1], s[1]) for o in out_list for b in back_list for s in stays]
-    return sorted(plans)
-
-
-def _true_cost(trip: Trip, plan: Plan) -> int:
-    out, back = trip.fares[plan[1]], trip.fares[plan[2]]
-    nights = (back.departs.date() - out.arrives.date()).days
-    return trip.fare_cost(out) + trip.fare_cost(back) + trip.stay_cost(trip.rates[plan[3]], nights)
-
-
-def _misleads(trip: Trip, rules: TripRules, best: Plan) -> bool:
-    """True when every cheapest plan under the mistaken rules differs from the real best plan."""
-    ranked = _ranked(trip, rules)
-    tied = [p for p in ranked if p[0] == ranked[0][0]]
-    return all(p[1:] != best[1:] for p in tied)
-
-
-def _sticker_plan(trip: Trip) -> Plan:
-    """The naive plan: lowest ticket price each way and lowest allowed nightly rate, ignoring every fee."""
-    out = min((f.price, f.id) for f in trip.fares.values() if trip.outbound_ok(f))[1]
-    back = min((f.price, f.id) for f in trip.fares.values() if trip.return_ok(f))[1]
-    rate = min((r.nightly, r.id) for r in trip.rates.values() if trip.hotel_ok(r))[1]
-    plan = (0, out, back, rate)
-    return (_true_cost(trip, plan), out, back, rate)
-
-
-def _flight_day(r: ItemRng, trip: Trip, day: date, origin: str, destination: str, shift: int, block: int,
-                used: set[tuple[date, str]], departures: list[int], cheap: list[bool]) -> None:
-    for minute, is_cheap in zip(departures, cheap):
-        carrier = r.choice(sorted(trip.carriers))
+    def add(mode: str, carrier: tuple[str, str], origin: str, destination: str, day: date, departs: int,
+            duration: int, saver: int, classes: tuple[str, ...]) -> Service:
         while True:
-            number = f"{trip.carriers[carrier]['code']}{r.randint(100, 989)}"
-            if (day, number) not in used:
-                used.add((day, number))
+            number = f"{carrier[1]} {r.randint(100, 999) if mode == 'flight' else r.randint(1000, 2999)}"
+            if number not in numbers:
+                numbers.add(number)
                 break
-        departs = datetime.combine(day, time()) + timedelta(minutes=minute)
-        arrives = departs + timedelta(minutes=block + r.randint(-3, 3) * 5 + shift)
-        basic = 10 * (r.randint(8, 14) if is_cheap else r.randint(15, 28)) - 1
-        premium = r.randint(2, 4) if carrier == trip.loyal_carrier else r.randint(3, 7)
-        prices = {"Basic": basic, "Standard": basic + 10 * premium, "Flex": basic + 10 * r.randint(12, 24)}
-        for cls in FARES:
-            fid = f"{number}-{day:%m%d}-{cls[:3].upper()}"
-            trip.fares[fid] = Fare(fid, number, carrier, origin, destination, departs, arrives, cls, prices[cls])
+        steps = {"Saver": 0, "Standard": r.randint(7, 15) * 5, "Flex": r.randint(24, 44) * 5, "Value": 0,
+                 "Flexi": r.randint(4, 9) * 5}
+        fares = tuple((next(ids), cls, saver + steps[cls]) for cls in classes)
+        service = Service(number, mode, carrier[0], origin, destination, day, departs, departs + duration, fares)
+        trip.services[number] = service
+        return service
+
+    legs = trip.legs()
+    hubs = {trip.home[0]: trip.home[1], trip.first[0]: trip.first[1], trip.second[0]: trip.second[1]}
+    for leg, (origin, destination, days) in enumerate(legs):
+        duration = r.randint(30, 54) * 5 if leg != 1 else r.randint(11, 16) * 5
+        base = r.randint(120, 230) if leg != 1 else r.randint(45, 110)
+        # the day before the workshop and the conference's last evening cost more
+        peak = r.randint(12, 40) * 5 if leg == 0 else r.randint(20, 60) * 5
+        for index, day in enumerate(days):
+            count = 4 if leg == 0 or index else 3
+            for k in range(count):
+                late = leg and index == 0 and k < count - 1  # same-day departures mostly after the event
+                length = duration + r.randint(-3, 3) * 5
+                last = 1300 if leg == 2 else 1430 - length  # only the flight home may land after midnight
+                departs = r.randrange(1140 if leg == 1 else 1170, last, 5) if late else r.randrange(
+                    360, min(1260, last), 5)
+                add("flight", r.choice(CARRIERS), hubs[origin], hubs[destination], day, departs, length,
+                    base + r.randint(0, 70) + peak * (index == (1 if leg == 0 else 0)) * (leg != 1), CLASSES)
+    rail_time = r.randint(20, 30) * 5
+    for index, day in enumerate(legs[1][2]):
+        for k in range(4):
+            departs = r.randrange(1140, 1430 - rail_time, 5) if index == 0 and k < 2 else r.randrange(360, 1200, 5)
+            add("train", RAIL, trip.first[0], trip.second[0], day, departs, rail_time, r.randint(70, 150),
+                RAIL_CLASSES)
+    carrier = r.choice([c for c in CARRIERS if c[0] != trip.corporate])
+    held = add("flight", carrier, hubs[legs[2][0]], hubs[legs[2][1]], legs[2][2][0], r.randrange(900, 1110, 5),
+               r.randint(30, 54) * 5, r.randint(150, 250), CLASSES)
+    for day in legs[2][2]:  # the ticket's carrier also flies home later, so it can be changed
+        add("flight", carrier, held.origin, held.destination, day, r.randrange(1170, 1300, 5) if day == held.day
+            else r.randrange(420, 1200, 5), held.arrives - held.departs, r.randint(140, 260), CLASSES)
+    standard = next(f for f in held.fares if f[1] == "Standard")
+    trip.existing = {"booking_id": f"TK-{r.randint(100000, 999999)}", "fare_id": standard[0],
+                     "paid": standard[2] - r.randint(0, 15) * 5}
 
 
-def _draw_trip(r: ItemRng) -> Trip | None:
-    home, city = r.sample(CITIES, 2)
-    if abs(city[2] - home[2]) > 420:
-        return None
-    picked = r.sample(CARRIERS, 3)
-    carriers = {name: {"code": code, "programme": programme, "bag_fee": r.choice([30, 35, 40, 45, 50, 60])}
-                for name, code, programme in picked}
-    first_day = date(2026, 2, 2) + timedelta(days=r.randint(0, 600))
-    days = r.choice([2, 3])
-    last_day = first_day + timedelta(days=days - 1)
-    start = datetime.combine(first_day, time()) + timedelta(minutes=r.choice([540, 570, 600, 630]))
-    end = datetime.combine(last_day, time()) + timedelta(minutes=r.choice([960, 990, 1020, 1050]))
-    chain = r.choice(CHAINS)
-    trip = Trip(traveller=r.choice(TRAVELLERS), home=(home[0], home[1]), city=(city[0], city[1]),
-                event_id=f"EV-{r.randint(1000, 9999)}", event=r.choice(EVENTS),
-                venue=f"{r.choice(DISTRICTS)} Congress Hall", start=start, end=end,
-                land_before=r.choice([90, 120, 150, 180]), leave_after=r.choice([90, 120, 150]),
-                max_distance=r.choice([15, 20, 25]), carriers=carriers, loyal_carrier=picked[0][0], chain=chain,
-                discount=r.choice([15, 20, 25]), min_nights=days - 1 + r.randint(1, 2))
-    shift = city[2] - home[2]
-    block = 5 * r.randint(14, 30) + 5 * (abs(shift) * 4 // 15)  # longer flights across more time zones
-    used: set[tuple[date, str]] = set()
-    last_out = max(600, min(1290, 1400 - block - shift))  # so that most flights land on their departure date
-    last_back = max(600, min(1290, 1400 - block + shift))
+def _draw_hotels(r: ItemRng, trip: Trip, hotel_ids: list[int], rate_ids: list[int]) -> None:
+    ids, rates = iter(hotel_ids), iter(rate_ids)
+    others = [c for c in CHAINS if c != trip.chain]
+    for city, low, high in ((trip.first[0], 18, 36), (trip.second[0], 26, 52)):
+        words = r.sample(HOTEL_WORDS, 5)
+        members = set(r.sample(range(5), r.randint(1, 2)))
+        for index, word in sorted(enumerate(words), key=lambda _: r.random()):
+            chain = trip.chain if index in members else r.choice(others)
+            posted = r.randint(low, high) * 5
+            airport = [{"mode": "taxi", "price": r.randint(38, 72), "hours": (0, DAY)}]
+            if r.randint(1, 10) <= 4:
+                airport.append({"mode": "shuttle", "price": 0, "hours": r.choice([(360, 1320), (330, 1380)])})
+            if r.randint(1, 10) <= 5:
+                airport.append({"mode": "rail link", "price": r.randint(9, 14), "hours": r.choice([(330, 1410),
+                                                                                                 (360, 1440)])})
+            station = [{"mode": "taxi", "price": r.randint(9, 26), "hours": (0, DAY)}]
+            if r.randint(1, 10) <= 3:
+                station.append({"mode": "walk", "price": 0, "hours": (0, DAY)})
+            hotel_id = f"H-{next(ids)}"
+            trip.hotels[hotel_id] = {
+                "hotel_id": hotel_id, "name": f"{chain.split()[0]} {word} {city}", "chain": chain, "city": city,
+                "distance": r.randint(3, trip.max_km) if index < 3 else r.randint(3, 60),
+                "nightly_fee": r.randint(8, 50),
+                "rates": {f"R-{next(rates)}": {"plan": "Flexible", "posted": posted, "refundable": True},
+                          f"R-{next(rates)}": {"plan": "Saver", "posted": posted - r.randint(3, 9) * 5,
+                                               "refundable": False}},
+                "transfers": {"airport": airport, "station": station}}
 
-    def departures(low: int, high: int, count: int) -> list[int]:
-        return sorted(5 * r.randint(low // 5, max(low, high) // 5) for _ in range(count))
 
-    deadline = trip.start - timedelta(minutes=trip.land_before)
-    latest = int((deadline - timedelta(minutes=block + shift + 20) - datetime.combine(first_day, time()))
-                 .total_seconds() // 60)  # the last departure that surely lands in time
-    leave = end.hour * 60 + end.minute + trip.leave_after  # the first allowed return departure
-    for offset in range(-2, days + 2):
-        day = first_day + timedelta(days=offset)
-        if day <= last_day + timedelta(days=1):
-            times = departures(360, last_out, r.randint(3, 4))
-            cheap = [r.randint(0, 2) == 0 for _ in times]
-            if day == first_day and 300 <= latest <= last_out - 40:  # one early flight in time, cheaper late ones
-                times = [5 * r.randint(max(300, latest - 120) // 5, latest // 5)]
-                times += departures(latest + 40, last_out, r.randint(2, 3))
-                cheap = [False] + [True] * (len(times) - 1)
-            _flight_day(r, trip, day, home[1], city[1], shift, block, used, times, cheap)
-        if day >= first_day - timedelta(days=1):
-            times = departures(360, last_back, r.randint(3, 4))
-            cheap = [r.randint(0, 2) == 0 for _ in times]
-            if day == last_day:  # cheap flights before the event ends, dearer ones after
-                if leave + 5 > last_back:
-                    return None
-                before = departures(720, leave - 5, r.randint(1, 2))
-                times, cheap = before + departures(leave + 5, last_back, r.randint(1, 2)), [True] * len(before)
-                cheap += [False] * (len(times) - len(before))
-            _flight_day(r, trip, day, city[1], home[1], -shift, block, used, times, cheap)
-    names = r.sample(INDEPENDENTS, 3) + [f"{c} {d}" for c, d in zip(r.sample(CHAINS, 3), r.sample(DISTRICTS, 3))]
-    names[3] = f"{chain} {names[3].split(' ', 1)[1]}"  # at least one hotel of the traveller's chain
+def _draw_trip(r: ItemRng) -> Trip:
+    home = r.choice(HOMES)
+    first, second = r.choice(CORRIDORS)
     if r.randint(0, 1):
-        names[4] = f"{chain} {names[4].split(' ', 1)[1]}"
-    near = lambda: r.randint(3, trip.max_distance)  # noqa: E731 - tenths of a km
-    specs = [(names[0], trip.max_distance + r.randint(4, 25), r.randint(8, 12)),  # cheapest, too far
-             (names[1], near(), r.randint(12, 17)),
-             (names[2], r.choice([near(), trip.max_distance + r.randint(2, 15)]), r.randint(13, 20)),
-             (names[3], near(), r.randint(16, 23)),
-             (names[4], near(), r.randint(14, 24)),
-             (names[5], near(), r.randint(17, 26))]
-    order = list(range(len(specs)))
-    r.shuffle(order)
-    for index, position in enumerate(order):
-        name, distance, tens = specs[position]
-        hotel_id = f"H-{r.randint(100, 999)}{index}"
-        saver = 10 * tens - 1
-        flexible = saver + 5 * r.randint(4, 10)
-        fee = r.choice([0, 0, 12, 18, 25, 32])
-        chain_name = name.split(" ", 1)[0] if name.split(" ", 1)[0] in CHAINS else "independent"
-        for plan, nightly in (("Saver", saver), ("Flexible", flexible)):
-            rid = f"{hotel_id}-{plan[:4].upper()}"
-            trip.rates[rid] = Rate(rid, hotel_id, name, chain_name, distance, plan, nightly, fee)
+        first, second = second, first
+    status, corporate = r.sample([c[0] for c in CARRIERS], 2)
+    trip = Trip(f"TRIP-{r.randint(10000, 99999)}", r.choice(TRAVELLERS), f"EMP-{r.randint(1000, 9999)}", home, first,
+                second, date(2026, 1, 5) + timedelta(days=r.randint(0, 320)), r.choice(CLIENTS),
+                r.choice(CONFERENCES), status, corporate, r.choice([15, 20, 25]), r.choice(CHAINS),
+                r.choice([15, 20, 25]), r.choice([25, 30, 35]), {})
+    trip.fare_rules = _draw_fare_rules(r)
+    _draw_services(r, trip, [f"F-{n}" for n in distinct_ints(r, 10000, 99999, 110)])
+    _draw_hotels(r, trip, distinct_ints(r, 100, 999, 10), distinct_ints(r, 1000, 9999, 20))
     return trip
 
 
-def _solve_trip(r: ItemRng, trip: Trip) -> Plan | None:
-    """The unique cheapest valid plan and a budget it alone meets, when every trap holds; else None."""
-    ranked = _ranked(trip, TripRules())
-    if len(ranked) < 2 or ranked[1][0] - ranked[0][0] < 500:
-        return None
-    best = ranked[0]
-    out, back = trip.fares[best[1]], trip.fares[best[2]]
-    first_day, last_day = trip.start.date(), trip.end.date()
-    if out.departs.date() not in (first_day - timedelta(days=1), first_day) \
-            or back.departs.date() not in (last_day, last_day + timedelta(days=1)):
-        return None  # the efficient agent searches these four dates
-    budget = -(-best[0] // 100) * 100
-    budget += 500 * r.randint(0, max(0, min(2, (ranked[1][0] - 1 - budget) // 500)))
-    if budget >= ranked[1][0]:
-        return None
-    trip.budget = budget
-    traps = (TripRules(bag_fees=False), TripRules(loyalty=False), TripRules(times=False),
-             TripRules(hotel_policy=False))
-    if not all(_misleads(trip, rules, best) for rules in traps + (TripRules(condition=False),)):
-        return None
-    if _sticker_plan(trip)[1:] == best[1:]:
-        return None
-    return best
+@dataclass(frozen=True)
+class LegOption:
+    """One way to fly or ride one leg: a new ticket, or the held ticket changed to another flight."""
+
+    leg: int
+    kind: str  # "new" or "change"
+    fare_id: str
+    service: Service
+    cls: str
+    charge: int  # cents charged when booked: fare and bag fee, or change fee and fare difference
+    fare: int  # cents of fare a company deal discounts (new tickets of the deal's carrier), else 0
 
 
-class TravelEnv(Environment):
-    """A travel desk: the event, the traveller's profile, flight and hotel search, bookings and cancellations."""
-
-    def __init__(self, trip: Trip, booking_base: int):
-        super().__init__()
-        self._trip = trip
-        self._base = booking_base
-        self.state = {"bookings": {}}
-
-    def _fare_view(self, fare: Fare) -> dict[str, Any]:
-        fee = self._trip.carriers[fare.carrier]["bag_fee"]
-        bag = f"1 bag included, then ${fee} per bag" if fare.cls == "Flex" else f"${fee} per checked bag"
-        return {"fare_id": fare.id, "class": fare.cls, "price": fare.price, "refundable": fare.refundable,
-                "checked_bags": bag}
-
-    @tool("Look up an event by id: name, venue, city, airport and its start and end (local time).",
-          {"event_id": {"type": "string"}})
-    def get_event(self, event_id: str):
-        trip = self._trip
-        if event_id.strip().upper() != trip.event_id:
-            raise ToolError(f"no event '{event_id}'")
-        return {"event_id": trip.event_id, "name": trip.event, "venue": trip.venue, "city": trip.city[0],
-                "airport": trip.city[1], "starts": f"{trip.start:%Y-%m-%d %H:%M}", "ends": f"{trip.end:%Y-%m-%d %H:%M}",
-                "times_are": "local time in the event city"}
-
-    @tool("The traveller's profile: home airport, luggage and loyalty memberships with their benefits and conditions "
-          "(benefits are applied automatically when you book).")
-    def get_traveller(self):
-        trip = self._trip
-        loyal = trip.carriers[trip.loyal_carrier]
-        other = next(c for c in sorted(trip.carriers) if c != trip.loyal_carrier)
-        return {"name": trip.traveller, "home_city": trip.home[0], "home_airport": trip.home[1],
-                "luggage": "always travels with exactly one checked bag (equipment case)",
-                "memberships": [
-                    {"programme": f"{loyal['programme']} ({trip.loyal_carrier})", "tier": "Gold",
-                     "benefit": f"first checked bag free on {trip.loyal_carrier} Standard and Flex fares; "
-                                "Basic fares are excluded"},
-                    {"programme": f"{trip.carriers[other]['programme']} ({other})", "tier": "Blue",
-                     "benefit": "priority boarding only; no baggage benefit"},
-                    {"programme": f"{trip.chain} Rewards", "tier": "Member",
-                     "benefit": f"member rate: {trip.discount}% off the nightly room rate (not the nightly fee) at "
-                                f"{trip.chain} hotels, on stays of {trip.min_nights} nights or more"}]}
-
-    @tool("Search flights departing on one date. Times are local at each airport. Each flight lists its fares: price "
-          "in dollars (per person, bags extra), whether it is refundable, and the checked-bag rule.",
-          {"origin": {"type": "string", "description": "IATA airport code"},
-           "destination": {"type": "string", "description": "IATA airport code"},
-           "date": {"type": "string", "description": "departure date, YYYY-MM-DD (local)"}})
-    def search_flights(self, origin: str, destination: str, date: str):
-        trip = self._trip
-        airports = (trip.home[1], trip.city[1])
-        origin, destination = origin.strip().upper(), destination.strip().upper()
-        if origin not in airports or destination not in airports:
-            raise ToolError(f"no service for that route; served airports: {', '.join(airports)}")
-        if origin == destination:
-            raise ToolError("origin and destination are the same airport")
-        day = _parse_date(date)
-        flights: dict[str, dict[str, Any]] = {}
-        for fare in trip.fares.values():
-            if fare.origin == origin and fare.departs.date() == day:
-                entry = flights.setdefault(fare.flight, {
-                    "flight": fare.flight, "carrier": fare.carrier, "departs": f"{fare.departs:%Y-%m-%d %H:%M}",
-                    "arrives": f"{fare.arrives:%Y-%m-%d %H:%M}", "fares": []})
-                entry["fares"].append(self._fare_view(fare))
-        listed = sorted(flights.values(), key=lambda f: f["departs"])
-        return {"origin": origin, "destination": destination, "date": str(day),
-                "times_are": "local time at each airport", "flights": listed}
-
-    @tool("Search hotels in a city (name or airport code): distance to the event venue, rate plans with the nightly "
-          "room rate and cancellation terms, and the nightly fee (city tax and resort fee) charged on top. Rates are "
-          "the same every night.", {"city": {"type": "string"}})
-    def search_hotels(self, city: str):
-        trip = self._trip
-        if city.strip().lower() not in (trip.city[0].lower(), trip.city[1].lower()):
-            raise ToolError(f"no hotels listed for '{city}'; this desk covers {trip.city[0]} ({trip.city[1]})")
-        hotels: dict[str, dict[str, Any]] = {}
-        for rate in trip.rates.values():
-            entry = hotels.setdefault(rate.hotel_id, {
-                "hotel_id": rate.hotel_id, "name": rate.hotel, "chain": rate.chain,
-                "distance_to_venue_km": rate.distance / 10, "nightly_fee": rate.fee, "rates": []})
-            entry["rates"].append({"rate_id": rate.id, "plan": rate.plan, "nightly_rate": rate.nightly,
-                                   "cancellation": "free cancellation" if rate.refundable else "non-refundable"})
-        return {"city": trip.city[0], "venue": trip.venue, "hotels": list(hotels.values())}
-
-    def _new_id(self) -> str:
-        return f"TR-{self._base + len(self.state['bookings']) + 1}"
-
-    @tool("Buy a fare for the traveller with a number of checked bags. Charged at once: fare plus bag fees, after "
-          "any loyalty benefit the traveller qualifies for. Basic and Standard fares are non-refundable.",
-          {"fare_id": {"type": "string"}, "checked_bags": {"type": "integer", "description": "0 to 3"}})
-    def book_flight(self, fare_id: str, checked_bags: int):
-        trip = self._trip
-        fare = trip.fares.get(fare_id.strip().upper())
-        if fare is None:
-            raise ToolError(f"no fare '{fare_id}' (use search_flights)")
-        if not 0 <= checked_bags <= 3:
-            raise ToolError("checked_bags must be between 0 and 3")
-        charge = trip.fare_cost(fare, checked_bags)
-        booking_id = self._new_id()
-        self.state["bookings"][booking_id] = {"kind": "flight", "item": fare.id, "checked_bags": checked_bags,
-                                              "charge_cents": charge, "refundable": fare.refundable,
-                                              "status": "active"}
-        return {"booking_id": booking_id, "flight": fare.flight, "fare": fare.cls,
-                "departs": f"{fare.departs:%Y-%m-%d %H:%M}", "arrives": f"{fare.arrives:%Y-%m-%d %H:%M}",
-                "checked_bags": checked_bags, "charged": dollar_figure(charge), "refundable": fare.refundable}
-
-    @tool("Reserve a hotel rate. Charged: nights x (nightly room rate after any member discount the traveller "
-          "qualifies for + nightly fee).",
-          {"rate_id": {"type": "string"}, "check_in": {"type": "string", "description": "YYYY-MM-DD"},
-           "check_out": {"type": "string", "description": "YYYY-MM-DD"}})
-    def book_hotel(self, rate_id: str, check_in: str, check_out: str):
-        trip = self._trip
-        rate = trip.rates.get(rate_id.strip().upper())
-        if rate is None:
-            raise ToolError(f"no rate '{rate_id}' (use search_hotels)")
-        arrive, leave = _parse_date(check_in), _parse_date(check_out)
-        nights = (leave - arrive).days
-        if nights < 1:
-            raise ToolError("check_out must be after check_in")
-        window = (trip.start.date() - timedelta(days=7), trip.end.date() + timedelta(days=7))
-        if arrive < window[0] or leave > window[1]:
-            raise ToolError(f"the hotel takes bookings only between {window[0]} and {window[1]}")
-        charge = trip.stay_cost(rate, nights)
-        booking_id = self._new_id()
-        self.state["bookings"][booking_id] = {"kind": "hotel", "item": rate.id, "check_in": str(arrive),
-                                              "check_out": str(leave), "charge_cents": charge,
-                                              "refundable": rate.refundable, "status": "active"}
-        return {"booking_id": booking_id, "hotel": rate.hotel, "plan": rate.plan, "check_in": str(arrive),
-                "check_out": str(leave), "nights": nights, "charged": dollar_figure(charge),
-                "refundable": rate.refundable}
-
-    @tool("Cancel a booking. Refundable bookings are refunded in full; for non-refundable ones the whole charge is "
-          "kept.", {"booking_id": {"type": "string"}})
-    def cancel_booking(self, booking_id: str):
-        booking = self.state["bookings"].get(booking_id.strip().upper())
-        if booking is None:
-            raise ToolError(f"no booking '{booking_id}'")
-        if booking["status"] != "active":
-            raise ToolError(f"booking '{booking_id}' is already cancelled")
-        booking["status"] = "cancelled"
-        kept = 0 if booking["refundable"] else booking["charge_cents"]
-        return {"booking_id": booking_id.strip().upper(), "status": "cancelled",
-                "refunded": dollar_figure(booking["charge_cents"] - kept), "charge_kept": dollar_figure(kept)}
-
-    @tool("The trip's bookings with their status and charges.")
-    def list_bookings(self):
-        return [{"booking_id": bid, "kind": b["kind"], "item": b["item"], "status": b["status"],
-                 "charged": dollar_figure(b["charge_cents"]), "refundable": b["refundable"]}
-                for bid, b in self.state["bookings"].items()]
+def _leg_options(trip: Trip, rules: TripRules) -> list[list[LegOption]]:
+    found: list[list[LegOption]] = [[], [], []]
+    held_service, held_class, _ = trip.fare(trip.existing["fare_id"])
+    change_fee = trip.fare_rules[(held_service.carrier, held_class)]["change_fee"]
+    for service in trip.services.values():
+        for leg in range(3):
+            if not trip.leg_ok(leg, service):
+                continue
+            for fare_id, cls, price in service.fares:
+                charge = 100 * (price + trip.bag_fee(service, cls, rules))
+                deal = 100 * price if service.carrier == trip.corporate else 0
+                found[leg].append(LegOption(leg, "new", fare_id, service, cls, charge, deal))
+                if leg == 2 and service.carrier == held_service.carrier and cls == held_class:
+                    extra = change_fee + max(0, price - trip.existing["paid"])
+                    found[leg].append(LegOption(leg, "change", fare_id, service, cls, 100 * extra, 0))
+    return found
 
 
-def trip_spent(env: TravelEnv) -> int:
-    """Cents the trip cost: active bookings plus the charges kept on cancelled non-refundable ones."""
-    return sum(b["charge_cents"] for b in env.state["bookings"].values()
-               if b["status"] == "active" or not b["refundable"])
+def _stay_options(trip: Trip, city: str, rules: TripRules) -> list[tuple[str, str]]:
+    """(hotel, rate) pairs the policy allows in a city."""
+    return [(hid, rid) for hid, hotel in trip.hotels.items() if hotel["city"] == city
+            and hotel["distance"] <= trip.max_km for rid, rate in hotel["rates"].items()
+            if rate["refundable"] and (not rules.cap or rate["posted"] <= trip.cap[city])]
 
 
-def _check_trip(trip: Trip, env: TravelEnv, answer: str | None) -> dict[str, bool]:
-    active = [b for b in env.state["bookings"].values() if b["status"] == "active"]
-    outs = [b for b in active if b["kind"] == "flight" and trip.fares[b["item"]].origin == trip.home[1]]
-    backs = [b for b in active if b["kind"] == "flight" and trip.fares[b["item"]].origin == trip.city[1]]
-    stays = [b for b in active if b["kind"] == "hotel"]
-    out = trip.fares[outs[0]["item"]] if len(outs) == 1 else None
-    back = trip.fares[backs[0]["item"]] if len(backs) == 1 else None
-    stay = stays[0] if len(stays) == 1 else None
-    complete = out is not None and back is not None and stay is not None
-    spent = trip_spent(env)
+def _hub(service: Service) -> str:
+    return "airport" if service.mode == "flight" else "station"
+
+
+def _ride(trip: Trip, hotel: str, service: Service, arriving: bool, rules: TripRules) -> int:
+    """Cents of the cheapest transfer for one arrival or departure."""
+    minute = service.arrives if arriving else service.departs - TRANSFER_LEAD[service.mode]
+    best = trip.transfer(hotel, _hub(service), minute)
+    return 100 * best[1] if rules.transfers and best else 0
+
+
+def _stay_cost(trip: Trip, stays: tuple[tuple[str, str], tuple[str, str]], nights: tuple[int, int],
+               rules: TripRules) -> int:
+    chain_nights = sum(n for (hid, _), n in zip(stays, nights) if trip.hotels[hid]["chain"] == trip.chain)
+    earned = rules.chain == "always" or (rules.chain == "threshold" and chain_nights >= 3)
+    total = 0
+    for (hid, rid), n in zip(stays, nights):
+        hotel = trip.hotels[hid]
+        posted = 100 * hotel["rates"][rid]["posted"]
+        off = posted * trip.chain_pct // 100 if earned and hotel["chain"] == trip.chain else 0
+        total += n * (posted - off + 100 * hotel["nightly_fee"])
+    return total
+
+
+@dataclass(frozen=True)
+class TripPlan:
+    """An itinerary: the three legs, the two stays and the cheapest transfer of each arrival and departure."""
+
+    cost: int  # cents
+    legs: tuple[LegOption, LegOption, LegOption]
+    stays: tuple[tuple[str, str], tuple[str, str]]
+
+    @property
+    def nights(self) -> tuple[int, int]:
+        one, two, three = self.legs
+        return (two.service.day - one.service.day).days, (three.service.day - two.service.day).days
+
+
+def _ranked(trip: Trip, rules: TripRules, options: list[LegOption], leg: int, first: str | None,
+            second: str | None) -> dict[str, list[tuple[int, LegOption]]]:
+    """A leg's options with the transfers they need, cheapest first: without the deal's carrier ('plain'), and with
+    it at full price and with the deal taken off."""
+    groups: dict[str, list[tuple[int, LegOption]]] = {"plain": [], "deal": [], "full": []}
+    for o in options:
+        if leg == 0:
+            cost = o.charge + _ride(trip, first, o.service, True, rules)
+        elif leg == 1:
+            cost = o.charge + _ride(trip, first, o.service, False, rules) + _ride(trip, second, o.service, True, rules)
+        else:
+            cost = o.charge + _ride(trip, second, o.service, False, rules)
+        if o.fare:
+            groups["full"].append((cost, o))
+            groups["deal"].append((cost - o.fare * trip.corporate_pct // 100, o))
+        else:
+            groups["plain"].append((cost, o))
+    return {k: sorted(v, key=lambda x: (x[0], x[1].fare_id)) for k, v in groups.items()}
+
+
+def _trip_plans(trip: Trip, rules: TripRules = TripRules()) -> tuple[TripPlan | None, bool]:
+    """The cheapest itinerary and whether it is the only one at that cost: every date pattern and pair of stays,
+    then per leg the cheapest option with and without the company deal's carrier (the deal couples the legs)."""
+    legs, dates = _leg_options(trip, rules), [leg[2] for leg in trip.legs()]
+    stays = [_stay_options(trip, trip.first[0], rules), _stay_options(trip, trip.second[0], rules)]
+    by_day = {(i, d): [o for o in legs[i] if o.service.day == d] for i in range(3) for d in dates[i]}
+    ranked: dict[tuple[Any, ...], dict[str, list[tuple[int, LegOption]]]] = {}
+    for d in dates[0]:
+        for one in stays[0]:
+            ranked[(0, d, one[0])] = _ranked(trip, rules, by_day[(0, d)], 0, one[0], None)
+    for d in dates[2]:
+        for two in stays[1]:
+            ranked[(2, d, two[0])] = _ranked(trip, rules, by_day[(2, d)], 2, None, two[0])
+    for d in dates[1]:
+        for one in stays[0]:
+            for two in stays[1]:
+                ranked[(1, d, one[0], two[0])] = _ranked(trip, rules, by_day[(1, d)], 1, one[0], two[0])
+    candidates: list[tuple[int, bool, TripPlan]] = []
+    for days in [(a, b, c) for a in dates[0] for b in dates[1] for c in dates[2]]:
+        nights = ((days[1] - days[0]).days, (days[2] - days[1]).days)
+        for one in stays[0]:
+            for two in stays[1]:
+                hotels = _stay_cost(trip, (one, two), nights, rules)
+                lists = (ranked[(0, days[0], one[0])], ranked[(1, days[1], one[0], two[0])],
+                         ranked[(2, days[2], two[0])])
+                for pattern in range(8):
+                    uses = [pattern >> i & 1 for i in range(3)]
+                    earned = rules.corporate == "always" or (rules.corporate == "threshold" and sum(uses) >= 2)
+                    picks = [lists[i]["plain" if not u else ("deal" if earned else "full")] for i, u in
+                             enumerate(uses)]
+                    if not all(picks):
+                        continue
+                    tied = any(len(p) > 1 and p[1][0] == p[0][0] for p in picks)
+                    total = hotels + sum(p[0][0] for p in picks)
+                    candidates.append((total, tied, TripPlan(total, tuple(p[0][1] for p in picks), (one, two))))
+    if not candidates:
+        return None, False
+    candidates.sort(key=lambda c: c[0])
+    best = candidates[0]
+    return best[2], not best[1] and (len(candidates) == 1 or candidates[1][0] > best[0])
+
+
+def _same(one: TripPlan | None, two: TripPlan | None) -> bool:
+    return one is not None and two is not None and one.stays == two.stays and all(
+        (a.kind, a.fare_id) == (b.kind, b.fare_id) for a, b in zip(one.legs, two.legs))
+
+
+def _set_caps(r: ItemRng, trip: Trip, loose: TripPlan) -> bool:
+    """Per-city caps on the posted rate: just below the uncapped optimum's hotel in a city where a cheaper posted
+    rate remains (so the cap changes the plan), and somewhere above the optimum's hotel in the other city."""
+    cities = [trip.first[0], trip.second[0]]
+    posted = {city: sorted({trip.hotels[h]["rates"][rid]["posted"] for h, rid in _stay_options(
+        trip, city, TripRules(cap=False))}) for city in cities}
+    chosen = {trip.hotels[h]["city"]: trip.hotels[h]["rates"][rid]["posted"] for h, rid in loose.stays}
+    binding = [city for city in cities if posted[city].index(chosen[city]) >= 1]
+    if not binding:
+        return False
+    city = r.choice(binding)
+    below = [p for p in posted[city] if p < chosen[city]]
+    trip.cap[city] = r.randint(below[-1], chosen[city] - 1)
+    other = next(c for c in cities if c != city)
+    trip.cap[other] = r.randint(chosen[other], posted[other][-1] + 20)
+    return True
+
+
+def _solved_trip(rng: ItemRng) -> tuple[Trip, TripPlan]:
+    """The first draw with a unique cheapest itinerary in which ignoring bag fees, ignoring the posted-rate cap and
+    misreading a threshold (never or always earned) change the plan; the cap is set below a hotel the uncapped
+    optimum would use."""
+    for attempt in range(300):
+        r = rng.fork(f"trip-{attempt}")
+        trip = _draw_trip(r)
+        loose, _ = _trip_plans(trip, TripRules(cap=False))
+        if loose is None or not _set_caps(r, trip, loose):
+            continue
+        best, unique = _trip_plans(trip)
+        if best is None or not unique or _same(best, _trip_plans(trip, TripRules(bags=False))[0]):
+            continue
+        misread = [TripRules(corporate="never"), TripRules(corporate="always"), TripRules(chain="never"),
+                   TripRules(chain="always")]
+        if any(not _same(best, _trip_plans(trip, rules)[0]) for rules in misread):
+            return trip, best
+    raise RuntimeError("no bookable trip found")  # never happens for the seeds the tests cover
+
+
+def _minute(minutes: int) -> str:
+    return _clock(minutes % DAY) + (" (+1 day)" if minutes >= DAY else "")
+
+
+def _trip_state(trip: Trip) -> dict[str, Any]:
+    """Everything the travel services show, as JSON values."""
+    held, cls, _ = trip.fare(trip.existing["fare_id"])
+    traveller = {
+        "traveller_id": trip.traveller_id, "name": trip.traveller, "home_airport": trip.home[1],
+        "home_city": trip.home[0], "checked_bags": 1,
+        "memberships": [
+            {"program": f"{trip.status} Skyward Gold", "benefit": f"the first checked bag is free on every "
+                                                                  f"{trip.status} flight"},
+            {"program": f"{trip.chain} Rewards", "benefit": (
+                f"{trip.chain_pct}% off the posted nightly room rate (not the nightly fee) of every {trip.chain} "
+                f"night on the trip, once the trip's {trip.chain} nights total at least 3")}],
+        "company_deals": [{"carrier": trip.corporate, "benefit": (
+            f"{trip.corporate_pct}% off the fare (not bag fees) of every {trip.corporate} ticket bought for the "
+            f"trip, once the trip has at least 2 {trip.corporate} tickets bought for it")}]}
+    events = [{"event": f"Workshop at {trip.client}", "city": trip.first[0], "airport": trip.first[1],
+               "dates": [str(trip.workshop)], "starts": _clock(WORKSHOP[0]), "ends": _clock(WORKSHOP[1])},
+              {"event": trip.conference, "city": trip.second[0], "airport": trip.second[1],
+               "dates": [str(trip.workshop + timedelta(days=d)) for d in (2, 3)], "starts": _clock(CONFERENCE[0]),
+               "ends": _clock(CONFERENCE[1])}]
     return {
-        "outbound_on_time": out is not None and trip.outbound_ok(out),
-        "return_after_event": back is not None and trip.return_ok(back),
-        "bags_on_both_flights": out is not None and back is not None
-        and outs[0]["checked_bags"] >= 1 and backs[0]["checked_bags"] >= 1,
-        "hotel_covers_stay": complete and stay["check_in"] == str(out.arrives.date())
-        and stay["check_out"] == str(back.departs.date()),
-        "hotel_meets_policy": stay is not None and trip.hotel_ok(trip.rates[stay["item"]]),
-        "within_budget": complete and spent <= trip.budget,
-        "answer_total": complete and spent in cents_in(answer or "", grouped_only=True),
-        "no_double_booking": len(outs) <= 1 and len(backs) <= 1 and len(stays) <= 1,
+        "trips": {trip.trip_id: {"trip_id": trip.trip_id, "traveller_id": trip.traveller_id, "events": events,
+                                 "tickets_held": [trip.existing["booking_id"]]}},
+        "travellers": {trip.traveller_id: traveller},
+        "services": {n: {"number": s.number, "mode": s.mode, "carrier": s.carrier, "origin": s.origin,
+                         "destination": s.destination, "date": str(s.day), "departs": s.departs,
+                         "arrives": s.arrives, "fares": [list(f) for f in s.fares]} for n, s in trip.services.items()},
+        "fare_rules": {f"{c}/{k}": dict(rule) for (c, k), rule in trip.fare_rules.items()},
+        "hotels": {hid: {**copy.deepcopy(h), "transfers": {hub: [{**o, "hours": list(o["hours"])} for o in opts]
+                                                            for hub, opts in h["transfers"].items()}}
+                   for hid, h in trip.hotels.items()},
+        "bookings": {trip.existing["booking_id"]: {
+            "kind": "flight", "fare_id": trip.existing["fare_id"], "number": held.number, "class": cls,
+            "checked_bags": 1, "fare_paid": trip.existing["paid"], "fare_cents": 0, "charge_cents": 0,
+            "refundable": False, "bought": "last month", "status": "active"}},
     }
 
 
+def trip_statement(trip: Trip, state: dict[str, Any]) -> dict[str, Any]:
+    """The trip's charges, the threshold discounts the active bookings earn, and the total (cents)."""
+    bookings = state["bookings"]
+    active = {bid: b for bid, b in bookings.items() if b["status"] == "active"}
+    charged = sum(b["charge_cents"] for b in bookings.values() if b["status"] == "active" or not b["refundable"])
+    deal = [b for b in active.values() if b["kind"] == "flight" and b["fare_cents"]
+            and trip.services[b["number"]].carrier == trip.corporate]
+    corporate = sum(b["fare_cents"] * trip.corporate_pct // 100 for b in deal) if len(deal) >= 2 else 0
+    stays = [b for b in active.values() if b["kind"] == "hotel" and trip.hotels[b["hotel_id"]]["chain"] == trip.chain]
+    chain = sum(b["nights"] * (100 * b["posted"] * trip.chain_pct // 100) for b in stays) if sum(
+        b["nights"] for b in stays) >= 3 else 0
+    return {"charged": charged, "corporate": corporate, "chain": chain, "total": charged - corporate - chain}
+
+
+class TravelEnv(Environment):
+    """The travel desk: trips and travellers, flight and rail search, fare rules, hotels, bookings and transfers."""
+
+    def __init__(self, trip: Trip, base: int):
+        super().__init__()
+        self._trip = trip
+        self._base = base
+        self.state = _trip_state(trip)
+
+    def _get(self, table: str, key: str, what: str) -> dict[str, Any]:
+        record = self.state[table].get(_text(key, what).upper())
+        if record is None:
+            raise ToolError(f"no {what.replace('_', ' ')} '{key.strip()}'")
+        return record
+
+    def _day(self, value: str) -> date:
+        try:
+            return date.fromisoformat(_text(value, "date"))
+        except ValueError:
+            raise ToolError(f"'{value.strip()}' is not a date YYYY-MM-DD") from None
+
+    def _new_id(self) -> str:
+        return f"TR-{self._base + len(self.state['bookings'])}"
+
+    @tool("Documentation of the travel desk. Topics: 'fares' (fare rules, changes, loyalty), 'hotels' (rates, "
+          "fees, transfers), 'bookings' (what each booking charges, cancellation, the trip statement).",
+          {"topic": {"type": "string", "enum": list(TRIP_DOCS)}})
+    def describe_api(self, topic: str) -> Any:
+        return {"topic": topic, "text": TRIP_DOCS[topic]}
+
+    @tool("Trips: one trip request: traveller, events and the tickets already held.", {"trip_id": {"type": "string"}})
+    def get_trip(self, trip_id: str) -> Any:
+        return copy.deepcopy(self._get("trips", trip_id, "trip_id"))
+
+    @tool("Travellers: one traveller's profile: home, luggage, memberships and company deals.",
+          {"traveller_id": {"type": "string"}})
+    def get_traveller(self, traveller_id: str) -> Any:
+        return copy.deepcopy(self._get("travellers", traveller_id, "traveller_id"))
+
+    def _service_rows(self, mode: str, origin: str, destination: str, day: str) -> list[dict[str, Any]]:
+        wanted = (_text(origin, "origin").upper(), _text(destination, "destination").upper(), str(self._day(day)))
+        rows = []
+        for s in sorted(self.state["services"].values(), key=lambda s: s["departs"]):
+            if s["mode"] == mode and (s["origin"].upper(), s["destination"].upper(), s["date"]) == wanted:
+                rows.append({"number": s["number"], "carrier": s["carrier"], "departs": _minute(s["departs"]),
+                             "arrives": _minute(s["arrives"]),
+                             "fares": [list(f) for f in s["fares"]]})
+        return rows
+
+    @tool("Flights: the flights of a route on one date (airport codes; times local), with their fares.",
+          {"origin": {"type": "string"}, "destination": {"type": "string"},
+           "date": {"type": "string", "description": "YYYY-MM-DD"}})
+    def search_flights(self, origin: str, destination: str, date: str) -> Any:
+        return {"date": str(self._day(date)), "fare_columns": FARE_COLUMNS,
+                "flights": self._service_rows("flight", origin, destination, date)}
+
+    @tool("Rail: Corridor Rail trains between two cities on one date (city names; times local), with their fares.",
+          {"origin": {"type": "string"}, "destination": {"type": "string"},
+           "date": {"type": "string", "description": "YYYY-MM-DD"}})
+    def search_trains(self, origin: str, destination: str, date: str) -> Any:
+        return {"date": str(self._day(date)), "fare_columns": FARE_COLUMNS,
+                "trains": self._service_rows("train", origin, destination, date)}
+
+    @tool("Fares: the rules of a carrier's fare class (bags, refunds, changes).",
+          {"carrier": {"type": "string"}, "fare_class": {"type": "string"}})
+    def get_fare_rules(self, carrier: str, fare_class: str) -> Any:
+        key = f"{_text(carrier, 'carrier')}/{_text(fare_class, 'fare_class')}".lower()
+        for name, rule in self.state["fare_rules"].items():
+            if name.lower() == key:
+                return {"carrier": name.split("/")[0], "fare_class": name.split("/")[1], **rule}
+        raise ToolError(f"no fare rules for '{carrier.strip()}' '{fare_class.strip()}'")
+
+    @tool("Hotels: the hotels of a city (id, name, chain, distance to the city's event venue).",
+          {"city": {"type": "string"}})
+    def search_hotels(self, city: str) -> Any:
+        wanted = _text(city, "city").lower()
+        rows = [{"hotel_id": h["hotel_id"], "name": h["name"], "chain": h["chain"], "distance_km": h["distance"] / 10}
+                for h in self.state["hotels"].values() if h["city"].lower() == wanted]
+        if not rows:
+            raise ToolError(f"no hotels listed for '{city.strip()}'")
+        return {"city": city.strip(), "hotels": sorted(rows, key=lambda h: h["hotel_id"])}
+
+    @tool("Hotels: one hotel in full: rate plans, nightly fee and ground transfers.", {"hotel_id": {"type": "string"}})
+    def get_hotel(self, hotel_id: str) -> Any:
+        hotel = self._get("hotels", hotel_id, "hotel_id")
+        hubs = {}
+        for hub, options in hotel["transfers"].items():
+            hubs[hub] = [{"mode": o["mode"], "price": o["price"],
+                          "hours": "24h" if tuple(o["hours"]) == (0, DAY) else f"{_clock(o['hours'][0])}-"
+                                                                         f"{_clock(o['hours'][1])}"} for o in options]
+        return {"hotel_id": hotel["hotel_id"], "name": hotel["name"], "chain": hotel["chain"], "city": hotel["city"],
+                "distance_km": hotel["distance"] / 10, "nightly_fee": hotel["nightly_fee"],
+                "rates": [{"rate_id": rid, "plan": r["plan"], "posted_nightly": r["posted"],
+                           "cancellation": "free cancellation" if r["refundable"] else "non-refundable"}
+                          for rid, r in hotel["rates"].items()], "transfers": hubs}
+
+    def _fare(self, fare_id: str, mode: str) -> tuple[dict[str, Any], str, int]:
+        wanted = _text(fare_id, "fare_id").upper()
+        for service in self.state["services"].values():
+            for fid, cls, price in service["fares"]:
+                if fid == wanted and service["mode"] == mode:
+                    return service, cls, price
+        raise ToolError(f"no {mode} fare '{fare_id.strip()}'")
+
+    def _rules(self, service: dict[str, Any], cls: str) -> dict[str, Any]:
+        return self.state["fare_rules"][f"{service['carrier']}/{cls}"]
+
+    def _book(self, record: dict[str, Any]) -> dict[str, Any]:
+        booking_id = self._new_id()
+        self.state["bookings"][booking_id] = {**record, "status": "active"}
+        return self._view(booking_id)
+
+    def _view(self, booking_id: str) -> dict[str, Any]:
+        b = self.state["bookings"][booking_id]
+        view = {"booking_id": booking_id, **{k: v for k, v in b.items() if k not in ("charge_cents", "fare_cents")}}
+        if b["kind"] in ("flight", "train"):
+            s = self.state["services"][b["number"]]
+            view.update(route=f"{s['origin']}-{s['destination']}", date=s["date"], departs=_minute(s["departs"]),
+                        arrives=_minute(s["arrives"]), carrier=s["carrier"])
+        view["charged"] = dollar_figure(b["charge_cents"])
+        return view
+
+    @tool("Bookings: buy a flight fare with a number of checked bags (see describe_api 'bookings').",
+          {"fare_id": {"type": "string"}, "checked_bags": {"type": "integer"}})
+    def book_flight(self, fare_id: str, checked_bags: int) -> Any:
+        service, cls, price = self._fare(fare_id, "flight")
+        if not 0 <= checked_bags <= 3:
+            raise ToolError("checked_bags must be between 0 and 3")
+        rule = self._rules(service, cls)
+        extra = max(0, checked_bags - rule["bags_included"])
+        if extra and service["carrier"] == self._trip.status:
+            extra -= 1  # the status benefit: the first checked bag is free
+        return self._book({"kind": "flight", "fare_id": _text(fare_id, "fare_id").upper(), "number": service["number"],
+                           "class": cls, "checked_bags": checked_bags, "fare_cents": 100 * price,
+                           "charge_cents": 100 * (price + extra * rule["bag_fee"]), "refundable": rule["refundable"]})
+
+    @tool("Bookings: buy a train fare.", {"fare_id": {"type": "string"}})
+    def book_train(self, fare_id: str) -> Any:
+        service, cls, price = self._fare(fare_id, "train")
+        return self._book({"kind": "train", "fare_id": _text(fare_id, "fare_id").upper(), "number": service["number"],
+                           "class": cls, "fare_cents": 100 * price, "charge_cents": 100 * price,
+                           "refundable": self._rules(service, cls)["refundable"]})
+
+    @tool("Bookings: reserve a hotel rate from check_in to check_out (YYYY-MM-DD).",
+          {"rate_id": {"type": "string"}, "check_in": {"type": "string"}, "check_out": {"type": "string"}})
+    def book_hotel(self, rate_id: str, check_in: str, check_out: str) -> Any:
+        wanted = _text(rate_id, "rate_id").upper()
+        hotel = next((h for h in self.state["hotels"].values() if wanted in h["rates"]), None)
+        if hotel is None:
+            raise ToolError(f"no rate '{rate_id.strip()}'")
+        arrive, leave = self._day(check_in), self._day(check_out)
+        nights = (leave - arrive).days
+        window = (self._trip.workshop - timedelta(days=7), self._trip.workshop + timedelta(days=10))
+        if not 1 <= nights <= 14 or arrive < window[0] or leave > window[1]:
+            raise ToolError(f"stays must be 1 to 14 nights between {window[0]} and {window[1]}")
+        rate = hotel["rates"][wanted]
+        return self._book({"kind": "hotel", "hotel_id": hotel["hotel_id"], "rate_id": wanted, "city": hotel["city"],
+                           "check_in": str(arrive), "check_out": str(leave), "nights": nights,
+                           "posted": rate["posted"], "fare_cents": 0,
+                           "charge_cents": 100 * nights * (rate["posted"] + hotel["nightly_fee"]),
+                           "refundable": rate["refundable"]})
+
+    @tool("Bookings: book a ground transfer between a hotel and the airport or station of a flight or train "
+          "booking (see describe_api 'bookings').",
+          {"hotel_id": {"type": "string"}, "booking_id": {"type": "string"}, "mode": {"type": "string"}})
+    def book_transfer(self, hotel_id: str, booking_id: str, mode: str) -> Any:
+        hotel = self._get("hotels", hotel_id, "hotel_id")
+        travel = self._get("bookings", booking_id, "booking_id")
+        if travel["kind"] not in ("flight", "train") or travel["status"] != "active":
+            raise ToolError(f"{booking_id.strip().upper()} is not an active flight or train booking")
+        service = self.state["services"][travel["number"]]
+        trip = self._trip
+        if trip.city_of(service["destination"]) == hotel["city"]:
+            arriving, minute = True, service["arrives"]
+        elif trip.city_of(service["origin"]) == hotel["city"]:
+            arriving, minute = False, service["departs"] - TRANSFER_LEAD[service["mode"]]
+        else:
+            raise ToolError(f"{travel['number']} neither arrives in nor leaves from {hotel['city']}")
+        hub = "airport" if service["mode"] == "flight" else "station"
+        option = next((o for o in hotel["transfers"][hub] if o["mode"] == _text(mode, "mode").lower()), None)
+        if option is None:
+            raise ToolError(f"{hotel['hotel_id']} has no '{mode.strip()}' transfer to the {hub}")
+        if not option["hours"][0] <= minute % DAY < option["hours"][1]:
+            raise ToolError(f"the {option['mode']} does not run at {_clock(minute % DAY)}")
+        return self._book({"kind": "transfer", "hotel_id": hotel["hotel_id"], "booking": booking_id.strip().upper(),
+                           "mode": option["mode"], "direction": "to hotel" if arriving else "to " + hub,
+                           "starts": _clock(minute % DAY), "fare_cents": 0, "charge_cents": 100 * option["price"],
+                           "refundable": True})
+
+    @tool("Bookings: change a flight ticket to another fare (see describe_api 'fares').",
+          {"booking_id": {"type": "string"}, "fare_id": {"type": "string"}})
+    def change_flight(self, booking_id: str, fare_id: str) -> Any:
+        ticket = self._get("bookings", booking_id, "booking_id")
+        if ticket["kind"] != "flight" or ticket["status"] != "active":
+            raise ToolError(f"{booking_id.strip().upper()} is not an active flight ticket")
+        old = self.state["services"][ticket["number"]]
+        service, cls, price = self._fare(fare_id, "flight")
+        fee = self._rules(old, ticket["class"])["change_fee"]
+        if fee is None:
+            raise ToolError(f"{ticket['class']} fares of {old['carrier']} cannot be changed")
+        if (service["carrier"], service["origin"], service["destination"], cls) != (
+                old["carrier"], old["origin"], old["destination"], ticket["class"]):
+            raise ToolError("a change keeps the carrier, the route and the fare class")
+        if service["number"] == old["number"]:
+            raise ToolError("the ticket is already on that flight")
+        paid = ticket["fare_paid"] if "fare_paid" in ticket else ticket["fare_cents"] // 100
+        extra = 100 * (fee + max(0, price - paid))
+        ticket.update(fare_id=_text(fare_id, "fare_id").upper(), number=service["number"],
+                      charge_cents=ticket["charge_cents"] + extra, fare_paid=max(paid, price))
+        return {**self._view(booking_id.strip().upper()), "change_charged": dollar_figure(extra)}
+
+    @tool("Bookings: cancel a booking (refundable ones are refunded; a transfer booked for it is not cancelled).",
+          {"booking_id": {"type": "string"}})
+    def cancel_booking(self, booking_id: str) -> Any:
+        booking = self._get("bookings", booking_id, "booking_id")
+        if booking["status"] != "active":
+            raise ToolError(f"booking {booking_id.strip().upper()} is already cancelled")
+        booking["status"] = "cancelled"
+        refund = booking["charge_cents"] if booking["refundable"] else 0
+        return {"booking_id": booking_id.strip().upper(), "status": "cancelled", "refunded": dollar_figure(refund),
+                "charge_kept": dollar_figure(booking["charge_cents"] - refund)}
+
+    @tool("Bookings: the trip statement: every booking, the threshold discounts earned and the total charged.")
+    def list_bookings(self) -> Any:
+        figures = trip_statement(self._trip, self.state)
+        return {"bookings": [self._view(bid) for bid in self.state["bookings"]],
+                **{k: dollar_figure(v) for k, v in figures.items()}}
+
+
 TRIP_CHECKS = (
-    Check("outbound_on_time", "one outbound flight, landing early enough before the event starts"),
-    Check("return_after_event", "one return flight, leaving late enough after the event ends"),
-    Check("bags_on_both_flights", "the checked bag is booked on both flights"),
-    Check("hotel_covers_stay", "one hotel booking from the landing date to the return date"),
-    Check("hotel_meets_policy", "the hotel is within the distance limit, on a free-cancellation rate"),
-    Check("within_budget", "everything charged, including kept cancellation charges, is within the budget"),
-    Check("answer_total", "the answer states the exact total charged"),
-    Check("no_double_booking", "no leg or hotel is booked twice", guard=True),
+    Check("itinerary", "Each leg is booked exactly once on a service the policy allows (dates, the gap after each "
+                       "event), with one checked bag on every flight, and the held ticket is flown or cancelled."),
+    Check("stays", "One hotel in each city from the arrival date to the departure date, within the distance, on a "
+                   "free-cancellation rate at or under the city's posted-rate cap."),
+    Check("transfers", "Every arrival and departure has exactly one transfer between the hub and the booked hotel."),
+    Check("optimal", "The itinerary is the cheapest the policy allows: its legs, stays and transfer modes.", 2.0),
+    Check("no_waste", "The trip's total cost, kept cancellation charges included, equals the optimum's."),
+    Check("answer", "The answer states the trip's total cost."),
 )
 
 
+@dataclass
+class TripWorld:
+    trip: Trip
+    plan: TripPlan
+    base: int
+
+
 def trip_booking(rng: ItemRng) -> AgTask:
-    """Book flights and a hotel for a conference under policy, loyalty benefits and a budget only one plan meets."""
-    trip, best, base = _trip_world(rng)
-    reference, wasteful = _trip_scripts(trip, best, base)
-    frozen = copy.deepcopy(trip)
-    return AgTask(prompt=_trip_prompt(trip), make_env=lambda: TravelEnv(copy.deepcopy(frozen), base),
-                  checks=TRIP_CHECKS, evaluate=lambda env, text: _check_trip(frozen, env, text), reference=reference,
-                  wasteful=wasteful)
-
-
-def _trip_world(rng: ItemRng) -> tuple[Trip, Plan, int]:
-    """The first trip drawn whose traps all hold, its one best plan, and the first booking number."""
-    for attempt in range(1000):
-        r = rng.fork(f"trip-{attempt}")
-        trip = _draw_trip(r)
-        best = _solve_trip(r, trip) if trip is not None else None
-        if best is not None:
-            break
-    else:
-        raise RuntimeError("no bookable trip found")  # never happens for the seeds the tests cover
-    return trip, best, 100 * rng.randint(10, 99)
+    """Book a two-city business trip at the lowest cost under fare rules, threshold discounts and transfers."""
+    trip, plan = _solved_trip(rng.fork("trip"))
+    world = TripWorld(trip, plan, 100 * rng.randint(10, 99))
+    reference, wasteful = _trip_scripts(world)
+    return AgTask(_trip_prompt(trip), lambda: TravelEnv(world.trip, world.base), TRIP_CHECKS,
+                  lambda env, answer: _check_trip(world, env, answer), reference, wasteful)
 
 
 def _trip_prompt(trip: Trip) -> str:
-    """The trip to book and the travel policy."""
+    w = trip.workshop
+    day = lambda n: str(w + timedelta(days=n))  # noqa: E731
+    first_name = trip.traveller.split()[0]
+    one, two = trip.first[0], trip.second[0]
     return (
-        f"You are the travel assistant of {trip.traveller}, who is attending {trip.event} (event id "
-        f"{trip.event_id}). Book the trip: a flight from {trip.traveller}'s home airport to the event city, a flight "
-        "back, and one hotel for every night in between.\n\n"
-        "Company travel policy (every rule is mandatory):\n"
-        f"1. The outbound flight must land at least {trip.land_before} minutes before the event starts.\n"
-        f"2. The return flight must depart at least {trip.leave_after} minutes after the event ends.\n"
-        f"3. {trip.traveller.split()[0]}'s checked bag must be booked on both flights.\n"
-        f"4. The hotel must be at most {trip.max_distance / 10} km from the venue and booked on a rate with free "
-        "cancellation. Check in on the date the outbound flight lands and check out on the date the return flight "
-        "departs.\n"
-        f"5. Everything charged for the trip (fares, bag fees, room rates, nightly fees, and any charge kept when a "
-        f"booking is cancelled) must total at most ${trip.budget // 100}.\n\n"
-        "Book each flight and the hotel exactly once. When you are done, call submit with the total amount charged "
-        "for the trip in dollars and cents.")
+        f"You are the travel coordinator for {trip.traveller}. Book trip {trip.trip_id} (get_trip): {first_name} "
+        f"flies from home to {one} for a workshop at {trip.client}, travels on to {two} for {trip.conference}, and "
+        "flies home. Company travel policy, every rule mandatory:\n"
+        f"1. Fly from home to {one} on {day(-2)} or {day(-1)}.\n"
+        f"2. Travel from {one} to {two}, by air or by rail, on {day(0)} leaving at least {AFTER_EVENT} minutes "
+        f"after the workshop ends, or on {day(1)}.\n"
+        f"3. Fly home from {two} on {day(3)} leaving at least {AFTER_EVENT} minutes after the conference ends, or "
+        f"on {day(4)}.\n"
+        "4. Book one checked bag on every flight (trains carry bags free).\n"
+        "5. One hotel in each city for every night there: check in on the day you arrive and check out on the day "
+        f"you leave. It must be at most {trip.max_km / 10} km from the city's event venue, on a rate with free "
+        f"cancellation, with a posted nightly room rate (before any discount) of at most ${trip.cap[one]} in {one} "
+        f"and ${trip.cap[two]} in {two}.\n"
+        "6. A ground transfer for every arrival (airport or station to the hotel) and every departure (hotel to "
+        "the airport or station).\n\n"
+        "Book the cheapest itinerary the policy allows. Its cost is everything charged from now on (fares, bag "
+        "fees, change fees and fare differences, room rates and nightly fees, transfers, and the whole charge of "
+        "any non-refundable booking you cancel), less the discounts the traveller's memberships and the company's "
+        "deals earn. The ticket already held was paid last month and does not count; a held ticket the traveller "
+        "will not fly must be cancelled (it refunds nothing). In the end every leg, stay and transfer is booked "
+        "exactly once. Fares, hotels and bookings are documented in describe_api.\n\n"
+        "When you are done, call submit with the trip's total cost in dollars and cents.")
 
 
-def _trip_scripts(trip: Trip, best: Plan, base: int) -> tuple[tuple[Call, ...], tuple[Call, ...]]:
-    """The efficient agent's calls, and a wasteful one that rereads and books then cancels a refundable decoy."""
-    out, back, rate = trip.fares[best[1]], trip.fares[best[2]], trip.rates[best[3]]
-    first_day, last_day = trip.start.date(), trip.end.date()
-    day = lambda d: str(d)  # noqa: E731
-    reads = (Call("get_event", {"event_id": trip.event_id}), Call("get_traveller"),
-             Call("search_flights", {"origin": trip.home[1], "destination": trip.city[1],
-                                     "date": day(first_day - timedelta(days=1))}),
-             Call("search_flights", {"origin": trip.home[1], "destination": trip.city[1], "date": day(first_day)}),
-             Call("search_flights", {"origin": trip.city[1], "destination": trip.home[1], "date": day(last_day)}),
-             Call("search_flights", {"origin": trip.city[1], "destination": trip.home[1],
-                                     "date": day(last_day + timedelta(days=1))}),
-             Call("search_hotels", {"city": trip.city[0]}))
-    hotel = Call("book_hotel", {"rate_id": rate.id, "check_in": str(out.arrives.date()),
-                                "check_out": str(back.departs.date())})
-    books = (Call("book_flight", {"fare_id": out.id, "checked_bags": 1}),
-             Call("book_flight", {"fare_id": back.id, "checked_bags": 1}))
-    answer = Call("submit", {"answer": f"Total charged: ${dollar_figure(best[0])}"})
-    decoy = next(r for r in trip.rates.values() if r.refundable and r.hotel_id != rate.hotel_id)
-    wasteful = (*reads[:2], reads[1], *reads[2:], reads[6], *books,
-                Call("book_hotel", {"rate_id": decoy.id, "check_in": str(out.arrives.date()),
-                                    "check_out": str(back.departs.date())}),
-                Call("cancel_booking", {"booking_id": f"TR-{base + 3}"}), hotel, answer)
-    return (*reads, *books, hotel, answer), wasteful
+def _legs_booked(trip: Trip, state: dict[str, Any]) -> dict[int, list[tuple[str, dict[str, Any]]]]:
+    legs: dict[int, list[tuple[str, dict[str, Any]]]] = {0: [], 1: [], 2: [], 3: []}
+    cities = [leg[:2] for leg in trip.legs()]
+    for bid, b in state["bookings"].items():
+        if b["status"] == "active" and b["kind"] in ("flight", "train"):
+            s = trip.services[b["number"]]
+            route = (trip.city_of(s.origin), trip.city_of(s.destination))
+            legs[cities.index(route) if route in cities else 3].append((bid, b))
+    return legs
 
 
-def sticker_calls(task_trip: Trip) -> tuple[Call, ...]:
-    """The bookings of the naive lowest-sticker-price plan (for tests of partial agents)."""
-    plan = _sticker_plan(task_trip)
-    out, back = task_trip.fares[plan[1]], task_trip.fares[plan[2]]
-    return (Call("book_flight", {"fare_id": out.id, "checked_bags": 1}),
-            Call("book_flight", {"fare_id": back.id, "checked_bags": 1}),
-            Call("book_hotel", {"rate_id": plan[3], "check_in": str(out.arrives.date()),
-                                "check_out": str(back.departs.date())}))
+def _check_trip(world: TripWorld, env: Environment, answer: str | None) -> dict[str, bool]:
+    trip, plan, state = world.trip, world.plan, env.state
+    legs = _legs_booked(trip, state)
+    one = [legs[i][0] if len(legs[i]) == 1 else None for i in range(3)]
+    itinerary = all(one) and not legs[3] and all(
+        trip.leg_ok(i, trip.services[b["number"]]) and (b["kind"] == "train" or b["checked_bags"] == 1)
+        for i, (_, b) in enumerate(one))
+    hotels = [b for b in state["bookings"].values() if b["status"] == "active" and b["kind"] == "hotel"]
+    by_city = {c: [b for b in hotels if b["city"] == c] for c in (trip.first[0], trip.second[0])}
+    stays_ok = itinerary and len(hotels) == 2 and all(len(v) == 1 for v in by_city.values())
+    if stays_ok:
+        days = [trip.services[b["number"]].day for _, b in one]
+        for (city, [stay]), (arrive, leave) in zip(by_city.items(), ((days[0], days[1]), (days[1], days[2]))):
+            allowed = {rid for _, rid in _stay_options(trip, city, TripRules())}
+            stays_ok &= stay["rate_id"] in allowed and (stay["check_in"], stay["check_out"]) == (str(arrive),
+                                                                                             str(leave))
+    rides = [b for b in state["bookings"].values() if b["status"] == "active" and b["kind"] == "transfer"]
+    moves = []
+    if stays_ok:
+        hotel = {c: v[0]["hotel_id"] for c, v in by_city.items()}
+        moves = [(hotel[trip.first[0]], one[0][0], "to hotel"), (hotel[trip.first[0]], one[1][0], None),
+                 (hotel[trip.second[0]], one[1][0], "to hotel"), (hotel[trip.second[0]], one[2][0], None)]
+    matched = [[b for b in rides if (b["hotel_id"], b["booking"]) == m[:2] and (b["direction"] == "to hotel") == (
+        m[2] is not None)] for m in moves]
+    transfers_ok = stays_ok and len(rides) == 4 and all(len(m) == 1 for m in matched)
+    optimal = transfers_ok and _plan_booked(trip, plan, state, one, by_city, matched)
+    total = trip_statement(trip, state)["total"]
+    return {"itinerary": itinerary, "stays": stays_ok, "transfers": transfers_ok, "optimal": optimal,
+            "no_waste": optimal and total == plan.cost,
+            "answer": optimal and plan.cost in cents_in(answer or "", grouped_only=True)}
+
+
+def _plan_booked(trip: Trip, plan: TripPlan, state: dict[str, Any], one: list[Any], by_city: dict[str, Any],
+                 matched: list[list[dict[str, Any]]]) -> bool:
+    """Whether the booked legs, stays and transfer modes are the optimum's."""
+    held = trip.existing["booking_id"]
+    for (bid, booking), option in zip(one, plan.legs):
+        if booking["fare_id"] != option.fare_id or (bid == held) != (option.kind == "change"):
+            return False
+    if [v[0]["rate_id"] for v in by_city.values()] != [rid for _, rid in plan.stays]:
+        return False
+    hotels = [hid for hid, _ in plan.stays]
+    wanted = [trip.transfer(hotels[0], _hub(plan.legs[0].service), plan.legs[0].service.arrives),
+              trip.transfer(hotels[0], _hub(plan.legs[1].service), plan.legs[1].service.departs -
+                            TRANSFER_LEAD[plan.legs[1].service.mode]),
+              trip.transfer(hotels[1], _hub(plan.legs[1].service), plan.legs[1].service.arrives),
+              trip.transfer(hotels[1], "airport", plan.legs[2].service.departs - TRANSFER_LEAD["flight"])]
+    return all(m[0]["mode"] == w[0] for m, w in zip(matched, wanted))
+
+
+def _trip_reads(trip: Trip) -> list[Call]:
+    """What an efficient agent reads: the documentation, the trip, the profile and the held ticket, every search of
+    the allowed dates, the fare rules of every carrier and class, and each hotel within the distance."""
+    codes = {trip.home[0]: trip.home[1], trip.first[0]: trip.first[1],
+                               trip.second[0]: trip.second[1]}
+    searches = []
+    for leg, (origin, destination, days) in enumerate(trip.legs()):
+        for day in days:
+            searches.append(Call("search_flights", {"origin": codes[origin], "destination": codes[destination],
+                                                    "date": str(day)}))
+            if leg == 1:
+                searches.append(Call("search_trains", {"origin": origin, "destination": destination,
+                                                       "date": str(day)}))
+    rules = [Call("get_fare_rules", {"carrier": c, "fare_class": k}) for c, _ in CARRIERS for k in CLASSES] + [
+        Call("get_fare_rules", {"carrier": RAIL[0], "fare_class": k}) for k in RAIL_CLASSES]
+    near = [Call("get_hotel", {"hotel_id": hid}) for city in (trip.first[0], trip.second[0])
+            for hid in sorted(trip.hotels) if trip.hotels[hid]["city"] == city
+            and trip.hotels[hid]["distance"] <= trip.max_km]
+    return [*[Call("describe_api", {"topic": t}) for t in TRIP_DOCS], Call("get_trip", {"trip_id": trip.trip_id}),
+            Call("get_traveller", {"traveller_id": trip.traveller_id}), Call("list_bookings"), *searches, *rules,
+            Call("search_hotels", {"city": trip.first[0]}), Call("search_hotels", {"city": trip.second[0]}), *near]
+
+
+def _trip_books(world: TripWorld, first_id: int) -> tuple[list[Call], int]:
+    """The optimum's bookings, numbered from first_id; and the next free number."""
+    trip, plan = world.trip, world.plan
+    held = trip.existing["booking_id"]
+    calls, ids, number = [], [], first_id
+    for option in plan.legs:
+        if option.kind == "change":
+            calls.append(Call("change_flight", {"booking_id": held, "fare_id": option.fare_id}))
+            ids.append(held)
+            continue
+        if option.leg == 2:
+            calls.append(Call("cancel_booking", {"booking_id": held}))
+        if option.service.mode == "train":
+            calls.append(Call("book_train", {"fare_id": option.fare_id}))
+        else:
+            calls.append(Call("book_flight", {"fare_id": option.fare_id, "checked_bags": 1}))
+        ids.append(f"TR-{world.base + number}")
+        number += 1
+    days = [o.service.day for o in plan.legs]
+    for (hid, rid), (arrive, leave) in zip(plan.stays, ((days[0], days[1]), (days[1], days[2]))):
+        calls.append(Call("book_hotel", {"rate_id": rid, "check_in": str(arrive), "check_out": str(leave)}))
+        number += 1
+    (first, _), (second, _) = plan.stays
+    for hotel, index, arriving in ((first, 0, True), (first, 1, False), (second, 1, True), (second, 2, False)):
+        service = plan.legs[index].service
+        minute = service.arrives if arriving else service.departs - TRANSFER_LEAD[service.mode]
+        mode = trip.transfer(hotel, _hub(service), minute)[0]
+        calls.append(Call("book_transfer", {"hotel_id": hotel, "booking_id": ids[index], "mode": mode}))
+        number += 1
+    return calls, number
+
+
+def _trip_scripts(world: TripWorld) -> tuple[tuple[Call, ...], tuple[Call, ...]]:
+    """The efficient agent's calls, and a wasteful one that rereads and books then cancels a refundable hotel."""
+    trip, plan = world.trip, world.plan
+    reads = _trip_reads(trip)
+    books, _ = _trip_books(world, 1)
+    answer = Call("submit", {"answer": f"Booked trip {trip.trip_id}; total cost ${dollar_figure(plan.cost)}."})
+    (hotel, rate), days = plan.stays[0], [o.service.day for o in plan.legs]
+    decoy = next(rid for hid, h in sorted(trip.hotels.items()) for rid, r in h["rates"].items()
+                 if h["city"] == trip.first[0] and hid != hotel and r["refundable"])
+    detour = [Call("book_hotel", {"rate_id": decoy, "check_in": str(days[0]), "check_out": str(days[1])}),
+              Call("cancel_booking", {"booking_id": f"TR-{world.base + 1}"})]
+    later, _ = _trip_books(world, 2)
+    wasteful = (*reads[:4], reads[3], *reads[4:7], reads[5], *reads[7:], *detour, *later, answer)
+    return (*reads, *books, answer), wasteful
