@@ -131,6 +131,9 @@ class BatchQueue:
                 for future in futures:
                     if not future.done():
                         future.set_exception(failure)
+        finally:
+            if self.pending:  # requests that came while this stage was polling (retries) form the next stage
+                self._flush = asyncio.create_task(self._send_when_quiet())
 
     async def _run_stage(self, stage: dict[str, tuple[ChatRequest, dict[str, Any], list[asyncio.Future]]]) -> None:
         started = time.monotonic()

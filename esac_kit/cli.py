@@ -367,7 +367,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     verify = commands.add_parser("verify", parents=[common, pools], help="check every parametrized item")
     verify.add_argument("--seeds", type=positive_int, default=None, help="pool seeds per item (default: 200; 50 for ag)")
-    verify.add_argument("--only", nargs="+", metavar="ITEM", help="verify only these items")
+    verify.add_argument("--only", nargs="+", action="extend", metavar="ITEM", help="verify only these items")
     verify.set_defaults(handler=cmd_verify)
 
     run = commands.add_parser("run", parents=[common, pools], help="run a model on a suite, or --resume a run")
@@ -380,7 +380,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="a model parameter, repeatable: reasoning_effort (OpenAI), thinking_budget (Anthropic, "
                           "tokens), top_p, seed, stream, reasoning (true/false), max_tokens_field")
     run.add_argument("--concurrency", type=positive_int, default=4, help="parallel requests per provider (default 4)")
-    run.add_argument("--only", nargs="+", metavar="ITEM", help="run only these items (a partial, unofficial run)")
+    run.add_argument("--only", nargs="+", action="extend", metavar="ITEM", help="run only these items (a partial, unofficial run)")
     run.add_argument("--official", action="store_true",
                      help="refuse to start (exit 2) unless the run is official: a recorded item bank, the held-out "
                           "pool, the pinned judge, every item")
