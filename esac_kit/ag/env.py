@@ -128,3 +128,21 @@ def _check(schema: dict[str, Any], value: Any, where: str) -> str | None:
             if problem:
                 return problem
     return None
+
+
+def text_arg(value: Any, what: str, limit: int = 200) -> str:
+    """A stripped, non-empty, reasonably short identifier or refuse it."""
+    cleaned = value.strip()
+    if not cleaned:
+        raise ToolError(f"{what} is empty")
+    if len(cleaned) > limit:
+        raise ToolError(f"{what} is too long")
+    return cleaned
+
+
+def paged(rows: list[Any], page: int, size: int) -> dict[str, Any]:
+    """One page of a listing (pages count from 1)."""
+    pages = max(1, -(-len(rows) // size))
+    if not 1 <= page <= pages:
+        raise ToolError(f"page must be between 1 and {pages}")
+    return {"page": page, "pages": pages, "rows": rows[(page - 1) * size:page * size]}

@@ -21,7 +21,7 @@ from decimal import ROUND_HALF_UP, Decimal, InvalidOperation, localcontext
 from typing import Any
 
 from esac_kit.ag.answers import distinct_ints, two_decimals
-from esac_kit.ag.env import Environment, ToolError, tool
+from esac_kit.ag.env import Environment, ToolError, paged as _paged, text_arg as _text, tool
 from esac_kit.ag.task import AgTask, Call, Check
 from esac_kit.rng import ItemRng
 
@@ -55,22 +55,6 @@ PEOPLE = ["Priya", "Tomas", "Ingrid", "Malik", "Sofia", "Kenji", "Amara", "Lucas
 # ---------------------------------------------------------------- shared helpers
 
 
-def _text(value: Any, what: str, limit: int = 200) -> str:
-    """A stripped, non-empty, reasonably short identifier or refuse it."""
-    cleaned = value.strip()
-    if not cleaned:
-        raise ToolError(f"{what} is empty")
-    if len(cleaned) > limit:
-        raise ToolError(f"{what} is too long")
-    return cleaned
-
-
-def _paged(rows: list[Any], page: int, size: int) -> dict[str, Any]:
-    """One page of a listing (pages count from 1)."""
-    pages = max(1, -(-len(rows) // size))
-    if not 1 <= page <= pages:
-        raise ToolError(f"page must be between 1 and {pages}")
-    return {"page": page, "pages": pages, "rows": rows[(page - 1) * size:page * size]}
 
 
 def _doc_pages(text: str) -> list[str]:

@@ -10,7 +10,7 @@ from datetime import date, timedelta
 from typing import Any
 
 from esac_kit.ag.answers import ALNUM, cents_in, distinct_ints, dollars, mentions
-from esac_kit.ag.env import Environment, ToolError, tool
+from esac_kit.ag.env import Environment, ToolError, paged as _paged, text_arg as _text, tool
 from esac_kit.ag.task import AgTask, Call, Check
 from esac_kit.rng import ItemRng
 
@@ -18,22 +18,6 @@ from esac_kit.rng import ItemRng
 # ---------------------------------------------------------------- shared helpers
 
 
-def _text(value: Any, what: str) -> str:
-    """A stripped, non-empty, reasonably short identifier or refuse it."""
-    cleaned = value.strip()
-    if not cleaned:
-        raise ToolError(f"{what} is empty")
-    if len(cleaned) > 200:
-        raise ToolError(f"{what} is too long")
-    return cleaned
-
-
-def _paged(rows: list[Any], page: int, size: int) -> dict[str, Any]:
-    """One page of a listing (pages count from 1)."""
-    pages = max(1, -(-len(rows) // size))
-    if not 1 <= page <= pages:
-        raise ToolError(f"page must be between 1 and {pages}")
-    return {"page": page, "pages": pages, "rows": rows[(page - 1) * size:page * size]}
 
 
 # ---------------------------------------------------------------- task 1: order fulfilment
