@@ -6,6 +6,7 @@ from __future__ import annotations
 import html as _html
 import json
 import math
+import numbers
 from collections.abc import Iterable
 
 import pandas as pd
@@ -35,14 +36,14 @@ def escape(value) -> str:
 
 def number(value, digits: int = 2) -> str:
     """A number as a table shows it: fixed digits, integers without decimals, a dash for missing."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+    if value is None or (isinstance(value, numbers.Real) and math.isnan(value)):
         return "—"
     if isinstance(value, bool):
         return "yes" if value else "no"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return f"{value:.{digits}f}"
+    if isinstance(value, numbers.Integral):
+        return str(int(value))
+    if isinstance(value, numbers.Real):
+        return f"{float(value):.{digits}f}"
     return escape(value)
 
 
@@ -53,7 +54,7 @@ def table(frame: pd.DataFrame, digits: int = 2, css_class: str = "") -> str:
     for record in frame.itertuples(index=False):
         cells = []
         for value in record:
-            numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
+            numeric = isinstance(value, numbers.Real) and not isinstance(value, bool)
             text = number(value, digits) if numeric or value is None or isinstance(value, bool) else _cell(value)
             cells.append(f'<td class="num">{text}</td>' if numeric else f"<td>{text}</td>")
         rows.append("<tr>" + "".join(cells) + "</tr>")
