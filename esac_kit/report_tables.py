@@ -75,8 +75,10 @@ def failures_frame(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def provenance_frame(report: Report) -> pd.DataFrame:
-    """What a reader needs to reproduce or audit the run: versions, fingerprints, model, judge and the pool
-    (for a held-out run, only the salted commitment of its seed)."""
+    """What a reader needs to reproduce or audit the run: versions, fingerprints, model, judge, the pool (for a
+    held-out run, only the salted commitment of its seed), the journal head and the cost."""
+    from esac_kit.cost import cost_summary
+
     judge = report.judge
     rows = [("suite", f"{report.suite.upper()} {report.version}"), ("run", report.run_id),
             ("kit version", report.kit_version),
@@ -85,7 +87,8 @@ def provenance_frame(report: Report) -> pd.DataFrame:
             ("model", report.model.name), ("model parameters", _params(report.model.parameters)),
             ("judge", judge.name if judge else "-"), ("judge parameters", _params(judge.parameters) if judge else "-"),
             ("pool (seed or commitment)", report.pool.label), ("official", "yes" if report.official else "no"),
-            ("created", report.created_at), ("rendered", report.rendered_at)]
+            ("created", report.created_at), ("rendered", report.rendered_at),
+            ("journal head", report.journal_head or "-"), ("cost", cost_summary(report.cost).removeprefix("cost: "))]
     return pd.DataFrame(rows, columns=["field", "value"])
 
 
