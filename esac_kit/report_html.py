@@ -105,9 +105,9 @@ def efficiency_section(report: Report) -> str:
         return html.section("Efficiency", f"<p>Not an AG run: {html.escape(report.suite.upper())} has no efficiency "
                                           f"modifier.</p>")
     lead = (f"<p>Modifier <b>{report.modifier:.2f} / {report.max_modifier:g}</b> = 3.5 × mean(a) + 1.5 × mean(t) "
-            f"over the tasks, where a = (action level − 1)/5 and t = (token level − 1)/5 for a successful task and 0 "
-            f"for a failed one (amendment 001 §1). Effective actions = tool calls + the task's penalty × (redundant + "
-            f"rework + invalid calls).</p>")
+            f"over the tasks, where a = (action level − 1)/5 and t = (token level − 1)/5 for a successful task "
+            f"and 0 for a failed one (amendment 001 §1). Effective actions = tool calls + the task's penalty × "
+            f"(redundant + rework + invalid calls).</p>")
     counts = frame.drop(columns=["redundant_calls", "rework_calls", "invalid_calls"]).rename(columns={
         "item_id": "task", "tool_calls": "calls", "effective_actions": "effective", "reference_actions": "reference",
         "action_level": "action level", "token_level": "token level"})
@@ -152,8 +152,9 @@ def variance_section(report: Report, frame: pd.DataFrame) -> str:
             f"(answers) and within an answer between judge replicates, on the 0–1 scale. Unstable items (spread "
             f"&gt; 0.1): {html.escape(flagged_text)}.</p>")
     return html.section("Variance", lead + html.table(_cells(spreads), 3, "spreads")
-                        + "<p>Nested variance components (items › answers › judge calls, method of moments) and the "
-                          "judge's reliability: ICC(1) with its 95 % interval, ICC(1,k), Krippendorff's alpha.</p>"
+                        + "<p>Nested variance components (items › answers › judge calls, method of moments) and "
+                          "the judge's reliability: ICC(1) with its 95 % interval, ICC(1,k), Krippendorff's "
+                          "alpha.</p>"
                         + html.table(_cells(components), 4, "components"))
 
 
