@@ -149,7 +149,8 @@ def _official_or_refuse(args: argparse.Namespace, config) -> None:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    """Re-render a run folder's artefacts from its journal; --html also exports the report notebook."""
+    """Re-render a run folder's artefacts from its journal; --html writes the offline report page, --latex its
+    tables, --notebook-html the report notebook's export, --json prints the report as JSON and nothing else."""
     from esac_kit.artefacts import write_artefacts
     from esac_kit.journal import JOURNAL_FILE, read_journal, read_unlanded_retries
     from esac_kit.report import build_report, format_report
@@ -163,9 +164,20 @@ def cmd_report(args: argparse.Namespace) -> int:
     observations = read_journal(args.run / JOURNAL_FILE, owner=False)  # the run may still be appending
     report = build_report(suite, config, observations, read_unlanded_retries(args.run))
     written = write_artefacts(args.run, report, observations)
-    print(format_report(report))
     if args.html:
+        from esac_kit.report_html import write_report_html
+
+        written.append(write_report_html(args.run, report, observations))
+    if args.latex:
+        from esac_kit.report_latex import write_report_latex
+
+        written.append(write_report_latex(args.run, report))
+    if args.notebook_html:
         written.append(export_html(args.run))
+    if args.json:  # only the JSON on stdout, so that it pipes into a parser
+        print(report.model_dump_json(indent=2))
+        return 0
+    print(format_report(report))
     print("artefacts: " + ", ".join(path.name for path in written))
     return 0
 
@@ -174,12 +186,14 @@ REPORT_NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "report
 
 
 def export_html(run: Path) -> Path:
-    """Run the report notebook headless on a run folder and save it as <run>/report.html (`marimo export html`)."""
+    """Run the report notebook headless on a run folder and save it as <run>/report-notebook.html (`marimo export
+    html`; beside the offline report.html, not over it)."""
     import subprocess
 
     if not REPORT_NOTEBOOK.is_file():
-        raise ConfigError(f"{REPORT_NOTEBOOK}: the report notebook is missing: --html needs the kit's source tree")
-    target = run / "report.html"
+        raise ConfigError(f"{REPORT_NOTEBOOK}: the report notebook is missing: --notebook-html needs the kit's "
+                          f"source tree")
+    target = run / "report-notebook.html"
     command = [sys.executable, "-m", "marimo", "export", "html", str(REPORT_NOTEBOOK), "-o", str(target), "--force",
                "--", "--run", str(run.resolve())]
     try:
@@ -449,7 +463,13 @@ def build_parser() -> argparse.ArgumentParser:
     report = commands.add_parser("report", parents=[common], help="re-render a run folder's report")
     report.add_argument("run", type=Path, help="run folder")
     report.add_argument("--html", action="store_true",
-                        help="also export the report notebook as <run>/report.html (marimo export html)")
+                        help="also write <run>/report.html: the whole report in one offline file (no network, no code)")
+    report.add_argument("--latex", action="store_true",
+                        help="also write <run>/report.tex: the category and item tables for papers (booktabs)")
+    report.add_argument("--notebook-html", action="store_true",
+                        help="also export the report notebook as <run>/report-notebook.html (marimo export html; "
+                             "its viewer loads from a CDN, so it needs a network)")
+    report.add_argument("--json", action="store_true", help="print the report as JSON instead of the summary")
     report.set_defaults(handler=cmd_report)
     return parser
 
