@@ -1,5 +1,6 @@
 """The marimo notebooks: `marimo check --strict`, headless runs on fixture run folders (in-process with
-app.run and in marimo's kernel with `marimo export html`), the HTML report export and the helpers they call."""
+app.run and in marimo's kernel with `marimo export html`), the report notebook's export (`--notebook-html`) and the
+helpers they call."""
 
 import hashlib
 import importlib.util
@@ -238,7 +239,7 @@ def test_rubric_edits_are_validated_rescored_and_saved_in_place(runs, tmp_path):
     assert load_suite("gi", items).item(JUDGED).rubric == rubric
 
 
-# ---------------------------------------------------------------- report.py and esac-kit report --html
+# ---------------------------------------------------------------- report.py and esac-kit report --notebook-html
 
 
 def test_report_notebook_shows_every_section(runs):
@@ -249,22 +250,23 @@ def test_report_notebook_shows_every_section(runs):
         assert text in html, text
 
 
-def test_esac_report_html_exports_the_report_into_the_run_folder(runs, capsys):
+def test_esac_report_notebook_html_exports_the_report_into_the_run_folder(runs, capsys):
     folder = runs["noisy"]
-    assert main(["report", str(folder), "--html"]) == 0
-    assert "report.html" in capsys.readouterr().out
-    html = (folder / "report.html").read_text()
+    assert main(["report", str(folder), "--notebook-html"]) == 0
+    assert "report-notebook.html" in capsys.readouterr().out
+    html = (folder / "report-notebook.html").read_text()
     assert html.count("application/vnd.vegalite") >= 2  # the category and item charts, as Vega-Lite specs
     assert "vega-lite/v" in html
     assert "Traceback" not in html and "MaxRowsError" not in html
     assert "Not an AG run: GI has no efficiency modifier" in html and folder.name in html
 
 
-def test_esac_report_html_exports_an_ag_run_with_its_efficiency_breakdown(tmp_path, capsys):
+def test_esac_report_notebook_html_exports_an_ag_run_with_its_efficiency_breakdown(tmp_path, capsys):
     assert esac_run("--suite", "ag", "--model", "scripted:wasteful", "--no-cache", "--reports", str(tmp_path)) == 0
     folder = run_folder_of(tmp_path)
-    assert main(["report", str(folder), "--html"]) == 0
-    html = (folder / "report.html").read_text()
+    assert main(["report", str(folder), "--notebook-html", "--html"]) == 0
+    assert (folder / "report.html").is_file()  # the offline report beside the export, not overwritten by it
+    html = (folder / "report-notebook.html").read_text()
     report = json.loads((folder / "report.json").read_text())
     assert html.count("application/vnd.vegalite") >= 2
     assert "Traceback" not in html and "MaxRowsError" not in html
@@ -280,18 +282,18 @@ def test_run_and_variance_notebooks_take_an_ag_run(tmp_path):
     assert len(defs["frames"]) == 1 and defs["stability"].empty  # no judge-graded items: nothing to flag
 
 
-def test_esac_report_html_fails_with_one_line(runs, tmp_path, monkeypatch, capsys):
+def test_esac_report_notebook_html_fails_with_one_line(runs, tmp_path, monkeypatch, capsys):
     import esac_kit.cli as cli
 
     broken = tmp_path / "report.py"
     broken.write_text((NOTEBOOKS / "report.py").read_text().replace(
         "    report = load_report(run)\n", "    report = load_report(run / 'missing')\n"))
     monkeypatch.setattr(cli, "REPORT_NOTEBOOK", broken)
-    assert main(["report", str(runs["flat"]), "--html"]) == 1
+    assert main(["report", str(runs["flat"]), "--notebook-html"]) == 1
     error = capsys.readouterr().err.strip()
     assert error.startswith("esac-kit: error: marimo export html exited 1") and "\n" not in error
     monkeypatch.setattr(cli, "REPORT_NOTEBOOK", tmp_path / "absent.py")
-    assert main(["report", str(runs["flat"]), "--html"]) == 2
+    assert main(["report", str(runs["flat"]), "--notebook-html"]) == 2
 
 
 # ---------------------------------------------------------------- the kernel: every notebook headless
@@ -313,7 +315,8 @@ def test_notebook_runs_headless_in_the_marimo_kernel(name, runs, tmp_path):
 def test_readme_notebook_commands(tmp_path):
     readme = (ROOT / "README.md").read_text()
     for command in ("marimo edit notebooks/run.py", "marimo run notebooks/report.py -- --run RUN",
-                    "esac-kit report RUN --html", "marimo export ipynb notebooks/report.py -o report.ipynb"):
+                    "esac-kit report RUN --html", "esac-kit report RUN --notebook-html",
+                    "marimo export ipynb notebooks/report.py -o report.ipynb"):
         assert command in readme, command
     assert readme.index("## Notebooks") < readme.index("## Layout")
     done = subprocess.run([*MARIMO, "export", "ipynb", "notebooks/report.py", "-o", str(tmp_path / "report.ipynb")],
