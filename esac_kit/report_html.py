@@ -128,7 +128,8 @@ def failure_section(report: Report, frame: pd.DataFrame) -> str:
     retries = ", ".join(f"{k} {v}" for k, v in sorted(report.retries.items())) or "none"
     tokens = ", ".join(f"{k} {v:,}" for k, v in report.tokens.items())
     lead = (f"<p>Model outcomes (one per answer): {html.escape(outcomes)}. Retries of infrastructure failures: "
-            f"{html.escape(retries)}. Tokens: {html.escape(tokens)}. {html.escape(cost_summary(report.cost))}.</p>")
+            f"{html.escape(retries)}. Tokens: {html.escape(tokens)}. "
+            f"{html.escape(cost_summary(report.cost).replace('cost:', 'Cost:', 1))}.</p>")
     failures = report_tables.failures_frame(frame) if len(frame) else frame
     body = ("<p>Every observation was a plain answer on its first attempt.</p>" if failures.empty
             else html.table(_cells(failures), 3, "failures"))
@@ -147,7 +148,8 @@ def variance_section(report: Report, frame: pd.DataFrame) -> str:
     flagged_text = ", ".join(f"{r.item_id} ({r.flag})" for r in flagged.itertuples()) or "none"
     spreads = stability[["item_id", "category", "n_obs", "n_answers", "mean", "answer_spread", "judge_spread",
                          "flag"]]
-    components = variance.variance_table({report.run_id: frame}).drop(columns=["run"])
+    row = variance.variance_table({report.run_id: frame}).drop(columns=["run"]).astype(object).iloc[0]
+    components = pd.DataFrame({"measure": row.index, "value": row.to_numpy()})  # one row a measure: no wide table
     lead = (f"<p>Per judge-graded item: the mean of its observations, the spread between model replicates "
             f"(answers) and within an answer between judge replicates, on the 0–1 scale. Unstable items (spread "
             f"&gt; 0.1): {html.escape(flagged_text)}.</p>")

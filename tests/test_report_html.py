@@ -249,6 +249,8 @@ def test_chromium_shows_the_gi_variance_failures_and_retries(runs, tmp_path):
     judged = sorted(set(frame.loc[frame["judge_replicate"].notna(), "item_id"]))
     assert sorted(row[0] for row in dom.rows["spreads"]) == judged
     assert any(row[6] not in ("—", "0.000") for row in dom.rows["spreads"])  # the noisy judge spreads
+    components = dict(dom.rows["components"])
+    assert int(components["items"]) == len(judged) and float(components["var_judge"]) > 0 and "alpha" in components
     assert report.retries and len(dom.rows["failures"]) == len(report_tables.failures_frame(frame)) > 0
     assert "Not an AG run" in "".join(dom.text)
 
