@@ -25,7 +25,8 @@ def write_artefacts(folder: Path, report: Report, observations: list[Observation
 
     written = [folder / REPORT_FILE, folder / "observations.parquet"]
     write_json(written[0], report.model_dump(mode="json"))
-    write_atomic(written[1], observations_frame(observations).to_parquet(index=False))
+    judge = report.judge.name if report.judge else None
+    write_atomic(written[1], observations_frame(observations, report.model.name, judge).to_parquet(index=False))
     if charts:
         for name, chart in (("categories", category_chart(report)), ("items", item_chart(report))):
             spec = json.dumps(chart.to_dict())

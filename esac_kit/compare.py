@@ -15,9 +15,9 @@ from esac_kit.records import Report
 from esac_kit.version import major_of
 
 
-def load_report(folder: Path) -> Report:
+def load_report(folder: str | Path) -> Report:
     """Read a run folder's report.json, with a one-line error when it is missing or not a report."""
-    path = folder / REPORT_FILE
+    path = Path(folder) / REPORT_FILE
     try:
         return Report.model_validate_json(path.read_text(encoding="utf-8"))
     except OSError:

@@ -150,12 +150,15 @@ def writer_lock(folder: Path) -> Iterator[None]:
         handle.close()  # closing releases the lock; the file stays, harmless, for the next writer
 
 
-def observations_frame(observations: list[Observation]):
-    """The tidy observation table: one row per observation, nested fields as JSON text."""
+def observations_frame(observations: list[Observation], model: str | None = None, judge: str | None = None):
+    """The tidy observation table: one row per observation, nested fields as JSON text, with the run's model and
+    judge (from run.json) beside the prompt digest, so rows of several runs stay apart."""
     import pandas as pd
 
     rows = [o.model_dump() for o in observations]
     frame = pd.DataFrame(rows, columns=list(Observation.model_fields))
+    frame.insert(frame.columns.get_loc("pool") + 1, "model", model)
+    frame.insert(frame.columns.get_loc("model") + 1, "judge", judge)
     for column in ("score_detail", "retries", "judge_levels"):
         frame[column] = frame[column].map(lambda value: json.dumps(value, sort_keys=True, default=str))
     frame["judge_replicate"] = frame["judge_replicate"].astype("Int64")

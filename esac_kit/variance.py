@@ -55,13 +55,24 @@ def _int_or_dash(value) -> str:
     return "-" if value is None or pd.isna(value) else str(int(value))
 
 
-def variance_table(frames: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
-    """Per run: the nested variance components (items > answers > judge calls), their shares, and the judge's
-    reliability (ICC(1) with its 95 % interval, ICC(1,k), Krippendorff's alpha)."""
+Frames = pd.DataFrame | Mapping[str, pd.DataFrame]
+
+
+def _by_run(frames: Frames) -> Mapping[str, pd.DataFrame]:
+    """Observation frames by label: a mapping as given, or one run's frame labelled with its run id."""
+    if isinstance(frames, pd.DataFrame):
+        return {str(frames["run_id"].iloc[0]) if len(frames) else "run": frames}
+    return frames
+
+
+def variance_table(frames: Frames) -> pd.DataFrame:
+    """Per run (one run's observation frame, or a mapping of label to frame): the nested variance components
+    (items > answers > judge calls), their shares, and the judge's reliability (ICC(1) with its 95 % interval,
+    ICC(1,k), Krippendorff's alpha)."""
     from esac_kit.statistics import judge_reliability, variance_components
 
     rows = []
-    for label, frame in frames.items():
+    for label, frame in _by_run(frames).items():
         vc, rel = variance_components(frame), judge_reliability(frame)
         total = vc.var_item + vc.var_answer + vc.var_judge
         share = (lambda v: v / total) if total and not math.isnan(total) else (lambda v: float("nan"))
@@ -74,12 +85,12 @@ def variance_table(frames: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def d_study_frame(frames: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+def d_study_frame(frames: Frames) -> pd.DataFrame:
     """statistics.d_study of each run (standard error of an item mean per design of answers × judge calls)."""
     from esac_kit.statistics import d_study, variance_components
 
     parts = []
-    for label, frame in frames.items():
+    for label, frame in _by_run(frames).items():
         vc = variance_components(frame)
         if vc.n_items == 0:
             continue
@@ -90,9 +101,11 @@ def d_study_frame(frames: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=columns)
 
 
-def d_study_chart(study: pd.DataFrame) -> alt.Chart:
+def d_study_chart(study: Frames) -> alt.Chart:
     """SE of an item mean against answers per item, one line per number of judge calls (the current design
-    is 2 × 2, amendment 001 §5); one panel per run."""
+    is 2 × 2, amendment 001 §5); one panel per run. Takes a d_study_frame, or the observation frames to make it."""
+    if not (isinstance(study, pd.DataFrame) and "se_item" in study.columns):
+        study = d_study_frame(study)
     data = study.dropna(subset=["se_item"])
     chart = alt.Chart(data).mark_line(point=True).encode(
         x=alt.X("answers:O", title="answers (model replicates) per item"),

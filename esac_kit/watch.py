@@ -15,7 +15,7 @@ import pandas as pd
 
 from esac_kit.errors import ConfigError
 from esac_kit.journal import CONFIG_FILE, JOURNAL_FILE, observations_frame, read_journal, read_unlanded_retries
-from esac_kit.records import Observation, Report
+from esac_kit.records import Observation, Report, RunConfig, read_record_file
 from esac_kit.suite import default_items_dir
 
 if TYPE_CHECKING:
@@ -62,17 +62,21 @@ def run_label(folder: Path) -> str:
     return " / ".join(folder.parts[-3:])
 
 
-def read_observations(folder: Path) -> list[Observation]:
+def read_observations(folder: str | Path) -> list[Observation]:
     """A run folder's observations so far, read-only: safe while a run appends (a torn last line is skipped)."""
-    return read_journal(folder / JOURNAL_FILE, owner=False)
+    return read_journal(Path(folder) / JOURNAL_FILE, owner=False)
 
 
-def run_frame(folder: Path) -> pd.DataFrame:
-    """The tidy observation table of a run folder, from its journal (the source of truth)."""
+def run_frame(folder: str | Path) -> pd.DataFrame:
+    """The tidy observation table of a run folder, from its journal (the source of truth), with the model and
+    judge of its run.json."""
+    folder = Path(folder)
     observations = read_observations(folder)
     if not observations:
         raise ConfigError(f"{folder}: no observations yet")
-    return observations_frame(observations)
+    config_path = folder / CONFIG_FILE
+    config = read_record_file(RunConfig, config_path) if config_path.is_file() else None
+    return observations_frame(observations, config and config.model, config and config.judge)
 
 
 @dataclass(frozen=True)
