@@ -26,6 +26,7 @@ max-height:32rem;overflow:auto;font-size:.85rem}
 details{margin:.3rem 0}summary{cursor:pointer}.chart svg{max-width:100%;height:auto}
 .cards{display:flex;gap:1rem;flex-wrap:wrap}.card{border:1px solid #d0d7de;border-radius:6px;padding:.6rem 1rem}
 .card b{display:block;font-size:1.4rem}
+.side{display:grid;grid-template-columns:repeat(auto-fit,minmax(22rem,1fr));gap:1rem}.side>div{min-width:0}
 """
 
 
@@ -81,6 +82,22 @@ def svg(chart) -> str:
 def block(text: str) -> str:
     """Model or prompt text, escaped and kept verbatim."""
     return f"<pre>{escape(text)}</pre>"
+
+
+def details(summary: str, body: str, anchor: str = "", opened: bool = False) -> str:
+    """A collapsible part of a page: the summary is escaped text, the body markup built here; `anchor` its id."""
+    ident = f' id="{escape(anchor)}"' if anchor else ""
+    return f"<details{ident}{' open' if opened else ''}><summary>{escape(summary)}</summary>{body}</details>"
+
+
+def columns(parts: Iterable[str]) -> str:
+    """Parts side by side (wrapping on a narrow screen), e.g. a judged item's answers."""
+    return '<div class="side">' + "".join(f"<div>{part}</div>" for part in parts) + "</div>"
+
+
+def note(text: str) -> str:
+    """A highlighted remark, escaped."""
+    return f'<div class="note">{escape(text)}</div>'
 
 
 def section(title: str, body: str, level: int = 2) -> str:
