@@ -209,6 +209,51 @@ def export_html(run: Path) -> Path:
     return target
 
 
+VIEW_NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "view.py"
+
+
+def cmd_view(args: argparse.Namespace) -> int:
+    """Read a run's samples: --html writes one offline page (default RUN/view.html), else the viewer app is served
+    on 127.0.0.1 until Ctrl-C (`marimo run notebooks/view.py`)."""
+    import subprocess
+
+    from esac_kit import viewer
+
+    run = viewer.load_run(args.run, args.heldout_seed_file, args.items, args.pack)  # bad input stops here, once
+    if args.html:
+        target = viewer.write_page(run, args.output)
+        for note in run.notes:
+            print(f"NOTE: {note}")
+        print(f"{target}: {len(run.observations)} observations of {len(run.samples)} items")
+        return 0
+    if args.output:
+        raise ConfigError("-o goes with --html: `esac-kit view RUN --html -o FILE`")
+    if not VIEW_NOTEBOOK.is_file():
+        raise ConfigError(f"{VIEW_NOTEBOOK}: the viewer notebook is missing: serving needs the kit's source tree")
+    passed = ["--run", str(args.run.resolve())]
+    for flag, value in (("--items", args.items), ("--heldout-seed-file", args.heldout_seed_file),
+                        ("--pack", args.pack)):
+        if value:
+            passed += [flag, str(Path(value).resolve())]
+    command = [sys.executable, "-m", "marimo", "run", str(VIEW_NOTEBOOK), "--host", "127.0.0.1", "--port",
+               str(args.port), "--headless", "--no-sandbox", "--", *passed]
+    print(f"viewer of {args.run} on http://127.0.0.1:{args.port} (Ctrl-C stops it)", flush=True)
+    # from the kit's root, so marimo reads [tool.marimo] in its pyproject.toml
+    server = subprocess.Popen(command, cwd=VIEW_NOTEBOOK.parent.parent)
+    try:
+        code = server.wait()
+    except KeyboardInterrupt as stop:  # Ctrl-C or SIGTERM is how a viewer is meant to stop
+        server.terminate()
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+        return 143 if isinstance(stop, Terminated) else 0
+    if code != 0:
+        raise EsacError(f"marimo run exited {code} serving {args.run} (is port {args.port} free? try --port N)")
+    return 0
+
+
 def cmd_rubric_check(args: argparse.Namespace) -> int:
     """Judge every anchor of the judge-graded items as a run judges an answer and test each required order."""
     from esac_kit.model_params import check_model_params, openai_reasoning, parse_model_params
@@ -334,6 +379,14 @@ def positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"{value} is not positive: give 1 or more")
+    return value
+
+
+def port_number(text: str) -> int:
+    """An argparse type: a TCP port, 1 to 65535."""
+    value = positive_int(text)
+    if value > 65535:
+        raise argparse.ArgumentTypeError(f"{value} is not a port: give 1 to 65535")
     return value
 
 
@@ -471,6 +524,17 @@ def build_parser() -> argparse.ArgumentParser:
                              "its viewer loads from a CDN, so it needs a network)")
     report.add_argument("--json", action="store_true", help="print the report as JSON instead of the summary")
     report.set_defaults(handler=cmd_report)
+
+    view = commands.add_parser("view", help="read a run's samples: prompts, answers, keys, verdicts, AG steps")
+    view.add_argument("run", type=Path, help="run folder")
+    view.add_argument("--html", action="store_true", help="write one offline page instead of serving the app")
+    view.add_argument("-o", "--output", type=Path, help="with --html: the page's path (default RUN/view.html)")
+    view.add_argument("--port", type=port_number, default=2718, help="port of the app on 127.0.0.1 (default 2718)")
+    view.add_argument("--items", type=Path, default=None, help="items folder (default: $ESAC_ITEMS or the kit's)")
+    view.add_argument("--heldout-seed-file", type=Path,
+                      help="a held-out run's seed, to regenerate its prompts and keys (else only the journal shows)")
+    view.add_argument("--pack", type=Path, help="the private item pack of a held-out run (default: the run's)")
+    view.set_defaults(handler=cmd_view)
     return parser
 
 

@@ -105,6 +105,17 @@ def section(title: str, body: str, level: int = 2) -> str:
     return f"<section><h{level}>{escape(title)}</h{level}>{body}</section>"
 
 
+def fragment(body: str) -> str:
+    """Markup to embed in another page (a marimo app): the kit's stylesheet scoped to it, without the body rule."""
+    rules = []
+    for rule in CSS.replace("\n", "").split("}"):
+        selectors, _, declarations = rule.partition("{")
+        if declarations and not selectors.strip().startswith("body"):
+            scoped = ",".join(f".esac-fragment {s.strip()}" for s in selectors.split(","))
+            rules.append(f"{scoped}{{{declarations}}}")
+    return f'<div class="esac-fragment"><style>{"".join(rules)}</style>{body}</div>'
+
+
 def page(title: str, sections: Iterable[str], subtitle: str = "") -> str:
     """A complete HTML document with the kit's inline stylesheet and no external reference."""
     lead = f"<p>{escape(subtitle)}</p>" if subtitle else ""

@@ -150,6 +150,8 @@ def load_run(folder: Path | str, seed_file: Path | str | None = None, items_dir:
     from esac_kit.runs import load_config
 
     folder = Path(folder)
+    if not folder.is_dir():
+        raise ConfigError(f"{folder}: no such run folder")
     config = load_config(folder)
     suite = load_suite(config.suite, Path(items_dir) if items_dir else None)
     observations = read_journal(folder / JOURNAL_FILE, owner=False)
@@ -342,8 +344,11 @@ def observation_table(run: RunSamples, samples: Iterable[Sample] | None = None, 
     """One row per journal line of the given samples (default: all), in journal order; long texts cut to SHORT
     characters when `short` (the samples show them whole)."""
     chosen = {s.item_id: s for s in (run.samples if samples is None else samples)}
-    cut = (lambda text: text if text is None or len(text) <= SHORT else text[:SHORT - 1] + "…") if short \
-        else (lambda text: text)
+    def cut(text: str | None) -> str:
+        if text is None:
+            return "—"
+        return text[:SHORT - 1] + "…" if short and len(text) > SHORT else text
+
     rows = []
     for number, o in enumerate(run.observations, 1):
         sample = chosen.get(o.item_id)
@@ -481,9 +486,10 @@ def episode_html(episode: Episode, checks: dict[str, str]) -> str:
 
 
 def sample_html(sample: Sample, replicates: Iterable[int] | None = None) -> str:
-    """One sample: prompt, key and reference, then its answers (only `replicates` if given) side by side, a judged
-    item's verdicts side by side and an AG episode step by step. Every text is escaped."""
-    chosen = [a for a in sample.answers if replicates is None or a.model_replicate in set(replicates)]
+    """One sample: prompt, key and reference, its answers side by side (only `replicates` if given, all when none
+    is), a judged item's verdicts side by side and an AG episode step by step. Every text is escaped."""
+    wanted = set(replicates or ())
+    chosen = [a for a in sample.answers if not wanted or a.model_replicate in wanted]
     parts = [f"<p>{html.escape(sample.title)} · category {html.escape(sample.category)} · kind "
              f"{html.escape(sample.kind)} · score {html.number(sample.score, 3)} · {sample.observations} "
              f"observation(s)</p>"]
@@ -498,16 +504,13 @@ def sample_html(sample: Sample, replicates: Iterable[int] | None = None) -> str:
     if sample.rubric is not None:
         parts.append(html.details("rubric", html.table(rubric_frame(sample.rubric))))
     if not chosen:
-        parts.append(html.note("no observation yet"))
-        return "".join(parts)
+        return "".join(parts + [html.note("no observation yet")])
     parts.append("<h3>Answers</h3>" + html.columns(answer_html(a) for a in chosen))
     if any(a.verdicts for a in chosen):
         shown = dataclasses.replace(sample, answers=chosen)
         parts.append("<h3>Verdicts side by side</h3>" + html.table(verdicts_frame(shown), 3))
-    for answer in chosen:
-        if answer.episode is not None:
-            parts.append(f"<h3>Episode (answer {answer.model_replicate})</h3>"
-                         + episode_html(answer.episode, sample.checks))
+    parts += [f"<h3>Episode (answer {a.model_replicate})</h3>" + episode_html(a.episode, sample.checks)
+              for a in chosen if a.episode is not None]
     return "".join(parts)
 
 
