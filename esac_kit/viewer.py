@@ -219,13 +219,13 @@ def _sample(item: ItemSpec, instance: Instance | None, task, rows: list[tuple[in
     by_replicate: dict[int, list[tuple[int, Observation]]] = {}
     for number, observation in rows:
         by_replicate.setdefault(observation.model_replicate, []).append((number, observation))
-    answers = [_answer(replicate, sorted(group, key=lambda r: r[1].judge_replicate or 0), instance)
+    answers = [_answer(replicate, sorted(group, key=lambda r: r[1].judge_replicate or 0))
                for replicate, group in sorted(by_replicate.items())]
     return Sample(item.id, item.category, item.title, item.scoring, instance.prompt if instance else None, key,
                   expected_answer(instance) if instance else None, item.rubric, checks, answers, notes)
 
 
-def _answer(replicate: int, rows: list[tuple[int, Observation]], instance: Instance | None) -> Answer:
+def _answer(replicate: int, rows: list[tuple[int, Observation]]) -> Answer:
     """One model replicate from its journal lines (one, or one per judge replicate)."""
     first = rows[0][1]
     detail = first.score_detail
@@ -239,7 +239,7 @@ def _answer(replicate: int, rows: list[tuple[int, Observation]], instance: Insta
     scoring = (f"{len(verdicts)} verdict(s): " + ", ".join(f"{v.score:.3f}" for v in verdicts) if verdicts
                else scoring_summary(detail))
     return Answer(replicate, [n for n, _ in rows], first.outcome, first.response, first.response_chars,
-                  first.thinking, extracted_answer(first, instance), scoring,
+                  first.thinking, extracted_answer(first), scoring,
                   sum(o.score for _, o in rows) / len(rows), detail, first.tokens_in, first.tokens_out,
                   first.tokens_reasoning, first.latency_s, sum(o.attempts for _, o in rows), retries, verdicts,
                   episode_of(detail))
@@ -270,22 +270,17 @@ def step_flags(status: str, redundant_of: int | None, rework_of: list[int]) -> l
     return flags
 
 
-def extracted_answer(observation: Observation, instance: Instance | None) -> str | None:
-    """The answer scoring read from a response: the `ANSWER:` value or labelled parts it recorded, an AG episode's
-    submitted answer, or a code item's last python block; None where the response is scored whole."""
+def extracted_answer(observation: Observation) -> str | None:
+    """The answer scoring read from a response, as its score detail recorded it: the `ANSWER:` value, the labelled
+    parts, an AG episode's submitted answer; None where the response is scored whole (constraints, code: the
+    sandbox ran its last python block, which the core does not parse apart, judged answers)."""
     detail = observation.score_detail
     if "efficiency" in detail:
         return detail.get("answer")
     given = detail.get("given")
     if isinstance(given, dict):
         return "; ".join(f"{label}: {value}" for label, value in sorted(given.items()))
-    if given is not None or "correct" in detail:
-        return given
-    if instance is not None and isinstance(instance.key, CodeTestsKey):
-        from esac_kit.gi.normalise import last_python_block  # the one home of the rule: what the sandbox ran
-
-        return last_python_block(observation.response)
-    return None
+    return given
 
 
 def expected_answer(instance: Instance) -> str | None:
