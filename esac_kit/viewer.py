@@ -16,7 +16,7 @@ import pandas as pd
 
 from esac_kit import html
 from esac_kit.errors import ConfigError
-from esac_kit.journal import JOURNAL_FILE, check_slots, read_journal
+from esac_kit.journal import JOURNAL_FILE, read_journal
 from esac_kit.kinds import kind_of
 from esac_kit.records import EpisodeDetail, Observation, RunConfig, prompt_sha256
 from esac_kit.schemas import (AgenticKey, CodeTestsKey, ConstraintsKey, ExactKey, HonestyKey, Instance, ItemSpec,
@@ -155,19 +155,39 @@ def load_run(folder: Path | str, seed_file: Path | str | None = None, items_dir:
     config = load_config(folder)
     suite = load_suite(config.suite, Path(items_dir) if items_dir else None)
     observations = read_journal(folder / JOURNAL_FILE, owner=False)
-    check_slots(observations, {i.id for i in suite.items}, folder / JOURNAL_FILE)
-    notes: list[str] = []
+    notes = journal_problems(observations)
     items = [i for i in suite.items if not config.items or i.id in config.items]
     instances, tasks = _regenerate(suite, config, items, seed_file, pack, notes)
     lines: dict[str, list[tuple[int, Observation]]] = {}
     for number, observation in enumerate(observations, 1):
         lines.setdefault(observation.item_id, []).append((number, observation))
-    samples = [_sample(item, instances.get(item.id), tasks.get(item.id), lines.get(item.id, []),
-                       bool(instances)) for item in items]
+    known = {i.id: i for i in suite.items}
+    planned = {i.id for i in items}
+    missed = [] if not instances else ["not regenerated: see the notes at the top"]
+    samples = [_sample(item, item.category, instances.get(item.id), tasks.get(item.id), lines.get(item.id, []),
+                       missed) for item in items]
+    # a journal may name items the plan or this item bank lacks: they are shown all the same, from the journal
+    samples += [_sample(known.get(item_id), rows[0][1].category, None, None, rows,
+                        [f"the run did not plan {item_id}" if item_id in known else
+                         f"this item bank does not hold {item_id}: only its journal lines are shown"])
+                for item_id, rows in lines.items() if item_id not in planned]
     missing = sum(not s.answers for s in samples)
     if missing:
         notes.append(f"{missing} of {len(samples)} planned items have no observation yet")
     return RunSamples(folder, config, samples, observations, notes)
+
+
+def journal_problems(observations: list[Observation]) -> list[str]:
+    """What a viewer says of a journal that names a plan slot twice: both lines are shown, and a report refuses it."""
+    first: dict[tuple, int] = {}
+    problems = []
+    for number, observation in enumerate(observations, 1):
+        if observation.slot in first:
+            problems.append(f"journal line {number} repeats the observation of line {first[observation.slot]} "
+                            f"({observation.item_id}, answer {observation.model_replicate}, judge "
+                            f"{observation.judge_replicate}): both are shown; `esac-kit report` refuses this journal")
+        first.setdefault(observation.slot, number)
+    return problems
 
 
 def _regenerate(suite: Suite, config: RunConfig, items: list[ItemSpec], seed_file, pack,
@@ -200,9 +220,13 @@ def _regenerate(suite: Suite, config: RunConfig, items: list[ItemSpec], seed_fil
     return instances, tasks
 
 
-def _sample(item: ItemSpec, instance: Instance | None, task, rows: list[tuple[int, Observation]],
-            regenerated: bool) -> Sample:
-    """One item's sample from its journal lines and, when regenerated, its instance."""
+def _sample(item: ItemSpec | None, category: str, instance: Instance | None, task,
+            rows: list[tuple[int, Observation]], missing: list[str]) -> Sample:
+    """One item's sample from its journal lines and, when regenerated, its instance (else the `missing` notes);
+    an item the bank does not hold (`item` None) is shown from its journal lines alone."""
+    if item is None:
+        return Sample(rows[0][1].item_id, category, "not in this item bank", "unknown", None, None, None, None, {},
+                      _answers(rows), missing)
     notes = []
     if instance is not None:
         answered = {o.prompt_sha256 for _, o in rows if o.prompt_sha256}
@@ -210,19 +234,23 @@ def _sample(item: ItemSpec, instance: Instance | None, task, rows: list[tuple[in
             notes.append("the regenerated prompt is not the one answered (its digest differs): prompt and key "
                          "are not shown")
             instance = None
-    elif regenerated:
-        notes.append("not regenerated: see the notes at the top")
+    else:
+        notes += missing
     kind = kind_of(item)
     key = kind.show(instance, task, True).strip() if instance is not None else None
     checks = ({c.id: c.description + (" (guard: must hold or the task scores 0)" if c.guard else "")
                for c in task.checks} if task is not None else {})
+    return Sample(item.id, category, item.title, item.scoring, instance.prompt if instance else None, key,
+                  expected_answer(instance) if instance else None, item.rubric, checks, _answers(rows), notes)
+
+
+def _answers(rows: list[tuple[int, Observation]]) -> list[Answer]:
+    """An item's journal lines grouped into its model replicates."""
     by_replicate: dict[int, list[tuple[int, Observation]]] = {}
     for number, observation in rows:
         by_replicate.setdefault(observation.model_replicate, []).append((number, observation))
-    answers = [_answer(replicate, sorted(group, key=lambda r: r[1].judge_replicate or 0))
-               for replicate, group in sorted(by_replicate.items())]
-    return Sample(item.id, item.category, item.title, item.scoring, instance.prompt if instance else None, key,
-                  expected_answer(instance) if instance else None, item.rubric, checks, answers, notes)
+    return [_answer(replicate, sorted(group, key=lambda r: r[1].judge_replicate or 0))
+            for replicate, group in sorted(by_replicate.items())]
 
 
 def _answer(replicate: int, rows: list[tuple[int, Observation]]) -> Answer:

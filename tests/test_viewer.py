@@ -155,6 +155,19 @@ def test_hostile_model_and_judge_text_stays_text(gi_run, capsys):
     assert exact.expected == key.answer and key.answer in exact.key  # the key regenerated, not the model's answer
 
 
+def test_a_journal_that_repeats_a_slot_is_shown_whole_and_said(gi_run, tmp_path, capsys):
+    import shutil
+
+    folder = tmp_path / "run"
+    shutil.copytree(gi_run, folder)
+    journal = folder / "observations.jsonl"
+    lines = journal.read_text().splitlines(keepends=True)
+    journal.write_text("".join(lines + lines[:2]))  # two writers resumed the same folder (the collision)
+    text, page = page_of(folder, capsys)
+    assert len(page.rows) == len(lines) + 2
+    assert f"journal line {len(lines) + 1} repeats the observation of line 1" in text
+
+
 def test_a_judged_item_shows_both_answers_and_all_verdicts_side_by_side(gi_run):
     run = viewer.load_run(gi_run)
     sample = viewer.sample_by_id(run, JUDGED)
