@@ -155,6 +155,21 @@ def test_hostile_model_and_judge_text_stays_text(gi_run, capsys):
     assert exact.expected == key.answer and key.answer in exact.key  # the key regenerated, not the model's answer
 
 
+@pytest.mark.parametrize("name", ["gi", "ag"])
+def test_chromium_offline_renders_every_observation_and_runs_no_script(name, gi_run, ag_run, tmp_path, capsys):
+    from test_report_html import chromium  # headless Chromium with networking disabled, as the report's test
+
+    folder = {"gi": gi_run, "ag": ag_run}[name]
+    page_of(folder, capsys)
+    markup, asked = chromium(folder / "view.html", tmp_path)
+    dom = Page(markup)
+    assert asked == set(), asked  # the page fetched nothing
+    assert len(dom.rows) == len(read_journal(folder / "observations.jsonl", owner=False))
+    assert_offline(dom)  # as the browser parsed it: the hostile text made no element
+    if name == "gi":
+        assert HOSTILE in markup.replace("&lt;", "<").replace("&gt;", ">") and "<script>alert" not in markup
+
+
 def test_a_journal_that_repeats_a_slot_is_shown_whole_and_said(gi_run, tmp_path, capsys):
     import shutil
 
