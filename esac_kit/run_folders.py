@@ -19,13 +19,13 @@ RunStatus = Literal["running", "complete", "aborted", "incomplete", "failed"]
 # What each status means, in the order it is decided (the first that holds is the folder's status).
 STATUS_RULES: dict[RunStatus, str] = {
     "running": "a writer (a run, a resume or a notebook) holds the folder's lock now",
-    "failed": "run.json is unreadable, or the journal holds no observation: a start that never ran anything "
-              "(pickers skip it)",
+    "failed": "run.json is unreadable, or the journal holds no observation and no batch was submitted: a start "
+              "that never ran anything (pickers skip it)",
     "complete": "report.json holds a total: every planned observation was journalled and scored",
     "aborted": "abort.json records the error that ended the last session (an outage past its budget, a "
                "configuration error): resume it once that is fixed",
-    "incomplete": "some observations are journalled but not all, and nothing recorded an abort: interrupted, killed "
-                  "or stopped; resume it",
+    "incomplete": "the journal holds some observations but not all (or a batch is pending), and nothing recorded "
+                  "an abort: interrupted, killed or stopped; resume it",
 }
 
 
@@ -75,7 +75,7 @@ def run_status(folder: Path) -> RunListing:
     if report is not None and report.total is not None:
         return RunListing(status="complete", reason=f"{observations} observations, report rendered "
                                                     f"{report.rendered_at}", **listed)
-    if observations == 0:
+    if observations == 0 and not _batch_submitted(folder):
         return RunListing(status="failed", reason="no observation journalled: the start failed or was killed before "
                                                   "the first one landed", **listed)
     abort = _abort(folder)
@@ -118,6 +118,13 @@ def _journal_lines(folder: Path) -> int:
         return (folder / JOURNAL_FILE).read_bytes().count(b"\n")
     except OSError:
         return 0
+
+
+def _batch_submitted(folder: Path) -> bool:
+    """Whether the run submitted a batch (--batch), whose answers a resume collects though none is journalled yet."""
+    from esac_kit.batch import BATCHES_FILE
+
+    return (folder / BATCHES_FILE).is_file()
 
 
 def _report(folder: Path) -> Report | None:

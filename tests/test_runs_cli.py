@@ -91,15 +91,18 @@ def test_a_start_killed_before_its_first_observation_is_failed_and_no_picker_off
     killed.mkdir()
     shutil.copy(done / "run.json", killed / "run.json")
     (killed / "observations.jsonl").write_text("")
+    pending = done.parent / "20200101T000000Z-batch0"  # killed while its submitted batch was being answered
+    shutil.copytree(killed, pending)
+    (pending / "batches.jsonl").write_text('{"id": "batch_1"}\n')
     garbled = done.parent / "20200101T000000Z-bad000"
     garbled.mkdir()
     (garbled / "run.json").write_text("{ not json")
     listed = json_of(capsys, "runs", str(reports), "--json")
-    assert [r["folder"] for r in listed] == [str(done)]
+    assert [(r["folder"], r["status"]) for r in listed] == [(str(done), "complete"), (str(pending), "incomplete")]
     everything = {r["folder"]: r for r in json_of(capsys, "runs", str(reports), "--json", "--all")}
     assert everything[str(killed)]["status"] == "failed" and everything[str(garbled)]["status"] == "failed"
     assert "run.json" in everything[str(garbled)]["reason"]
-    assert find_runs(reports) == [done]
+    assert find_runs(reports) == [done, pending]
     assert main(["runs", str(reports)]) == 0
     text = capsys.readouterr().out
     assert "2 failed start(s) not shown" in text and str(killed) not in text
