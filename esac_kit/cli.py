@@ -488,7 +488,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     runs = commands.add_parser("runs", help="list run folders with their status, score, cost and start time",
                                description="Statuses: " + "; ".join(f"{k}: {v}" for k, v in STATUS_RULES.items()))
-    runs.add_argument("reports", type=Path, nargs="?", default=Path("reports"), help="reports folder (default: reports)")
+    runs.add_argument("reports", type=Path, nargs="?", default=Path("reports"),
+                      help="reports folder (default: reports)")
     runs.add_argument("--all", action="store_true", help="also list failed starts")
     runs.add_argument("--json", action="store_true", help="print a JSON list, one object per run folder")
     runs.set_defaults(handler=cmd_runs)
