@@ -20,6 +20,13 @@ def _suite(args: argparse.Namespace) -> Suite:
     return load_suite(args.suite, args.items)
 
 
+def print_json(data) -> None:
+    """Print data as JSON on stdout, the only thing a --json command prints there."""
+    import json
+
+    print(json.dumps(data, indent=2, allow_nan=False))
+
+
 def _pool_name(args: argparse.Namespace) -> str:
     return "custom" if args.seed is not None else "heldout" if args.heldout else "public"
 
@@ -31,6 +38,9 @@ def _pool(args: argparse.Namespace, suite: Suite) -> Pool:
 def cmd_items(args: argparse.Namespace) -> int:
     """Print categories with points and item counts, and the totals asserted at load."""
     suite = _suite(args)
+    if args.json:
+        print_json(suite.summary())
+        return 0
     m = suite.manifest
     print(f"{m.name} {m.version}  (public seed {m.public_seed})")
     print(f"{'category':14} {'name':32} {'points':>6} {'items':>5}  scoring")
@@ -105,7 +115,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from esac_kit.cache import ResponseCache, default_cache_dir
     from esac_kit.report import format_report
     from esac_kit.runner import RetryPolicy
-    from esac_kit.runs import execute, plan_resume, plan_run, terminal_progress
+    from esac_kit.runs import check_keys, execute, plan_resume, plan_run, terminal_progress
 
     policy = RetryPolicy(outage_budget_s=args.outage_budget_s, base_s=args.retry_base_s,
                          max_attempts=args.max_attempts, request_timeout_s=args.request_timeout_s,
@@ -132,6 +142,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(format_estimate(estimate(run, load_prices())))
             return 0
         _official_or_refuse(args, config)
+        check_keys(config)  # before the run and its folder are announced
         print(f"run {config.run_id}: {manifest.name} {manifest.version}, model {config.model}, "
               f"judge {config.judge or '-'}, pool {run.pool.label}\nfolder {run.folder}", flush=True)
         for note in config.notes:
@@ -334,15 +345,19 @@ def cmd_fingerprints(args: argparse.Namespace) -> int:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     """Paired comparison of two runs on the same items; refused across major versions (amendment 001 §9)."""
-    from esac_kit.compare import comparability, load_report, paired_table
+    from esac_kit.compare import comparability, comparison_record, load_report, paired_table
 
     a, b = load_report(args.run_a), load_report(args.run_b)
     notes = comparability(a, b)
+    table = paired_table(args.run_a, args.run_b)
+    if args.json:
+        print_json(comparison_record(a, b, args.run_a, args.run_b, notes, table))
+        return 0
     print(f"A: {a.model.name} {a.suite.upper()} {a.version} run {a.run_id}: {a.total:.2f}")
     print(f"B: {b.model.name} {b.suite.upper()} {b.version} run {b.run_id}: {b.total:.2f}")
     for note in notes:
         print(f"NOTE: {note}")
-    print(paired_table(args.run_a, args.run_b).to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+    print(table.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
     return 0
 
 
@@ -357,17 +372,37 @@ def cmd_calibration(args: argparse.Namespace) -> int:
 
 def cmd_leaderboard(args: argparse.Namespace) -> int:
     """One table of finished runs, grouped so that only comparable runs (same suite and major) stand together."""
-    from esac_kit.compare import leaderboard
+    from esac_kit.compare import format_leaderboard_group, leaderboard, leaderboard_groups, leaderboard_records
 
     frame, left_out = leaderboard(args.reports, args.items)
+    if args.json:
+        print_json({"runs": leaderboard_records(frame), "notes": left_out})
+        return 0
     for note in left_out:
         print(f"NOTE: {note}")
     if frame.empty:
         print(f"no comparable finished runs under {args.reports}")
         return 0
-    for (suite, major_version), group in frame.groupby(["suite", "major"], sort=True):
-        print(f"\n{suite.upper()} {major_version}.x (comparable with each other only)")
-        print(group.drop(columns=["suite", "major", "folder"]).to_string(index=False, float_format=lambda x: f"{x:.2f}"))
+    for suite, major_version, group in leaderboard_groups(frame):
+        print(f"\n{suite.upper()} {major_version}.x (comparable with each other only; scores with exact 95 % "
+              f"intervals)")
+        print(format_leaderboard_group(group))
+    return 0
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    """List the run folders under a reports folder, newest first, with their status, score, cost and start time."""
+    from esac_kit.run_folders import STATUS_RULES, format_runs, list_runs
+
+    listings = list_runs(args.reports, include_failed=True)
+    shown = [listing for listing in listings if args.all or listing.status != "failed"]
+    if args.json:
+        print_json([listing.record() for listing in shown])
+        return 0
+    print(format_runs(shown) if shown else f"no runs under {args.reports}")
+    hidden = len(listings) - len(shown)
+    if hidden:
+        print(f"NOTE: {hidden} failed start(s) not shown ({STATUS_RULES['failed']}): `esac-kit runs --all` lists them")
     return 0
 
 
@@ -410,6 +445,8 @@ class OneLineParser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand."""
+    from esac_kit.run_folders import STATUS_RULES
+
     parser = OneLineParser(prog="esac-kit", description="ESAC kit: generate, run, score and report ESAC.")
     parser.add_argument("--version", action="version", version=f"esac-kit {__version__}")
     common = OneLineParser(add_help=False)
@@ -425,6 +462,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     items = commands.add_parser("items", parents=[common], help="categories, points, item counts, totals")
     items.add_argument("--list", action="store_true", help="also list every item")
+    items.add_argument("--json", action="store_true", help="print the categories and every item as JSON")
     items.set_defaults(handler=cmd_items)
 
     show = commands.add_parser("show", parents=[common, pools], help="one instance as the model sees it")
@@ -500,6 +538,7 @@ def build_parser() -> argparse.ArgumentParser:
     compare = commands.add_parser("compare", help="paired comparison of two runs")
     compare.add_argument("run_a", type=Path)
     compare.add_argument("run_b", type=Path)
+    compare.add_argument("--json", action="store_true", help="print the runs, notes and paired table as JSON")
     compare.set_defaults(handler=cmd_compare)
 
     calibration = commands.add_parser("calibration", help="a stand-in's runs against the difficulty targets")
@@ -511,7 +550,16 @@ def build_parser() -> argparse.ArgumentParser:
     board.add_argument("reports", type=Path, nargs="?", default=Path("reports"))
     board.add_argument("--items", type=Path, default=None,
                        help="items folder whose versions.toml records each version's scoring fingerprint")
+    board.add_argument("--json", action="store_true", help="print the rows and the notes as JSON")
     board.set_defaults(handler=cmd_leaderboard)
+
+    runs = commands.add_parser("runs", help="list run folders with their status, score, cost and start time",
+                               description="Statuses: " + "; ".join(f"{k}: {v}" for k, v in STATUS_RULES.items()))
+    runs.add_argument("reports", type=Path, nargs="?", default=Path("reports"),
+                      help="reports folder (default: reports)")
+    runs.add_argument("--all", action="store_true", help="also list failed starts")
+    runs.add_argument("--json", action="store_true", help="print a JSON list, one object per run folder")
+    runs.set_defaults(handler=cmd_runs)
 
     report = commands.add_parser("report", parents=[common], help="re-render a run folder's report")
     report.add_argument("run", type=Path, help="run folder")

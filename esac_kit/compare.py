@@ -11,7 +11,8 @@ from pydantic import ValidationError
 from esac_kit.artefacts import REPORT_FILE
 from esac_kit.cost import usd
 from esac_kit.errors import ConfigError
-from esac_kit.records import Report
+from esac_kit.providers import parse_model
+from esac_kit.records import Party, Report
 from esac_kit.version import major_of
 
 
@@ -53,13 +54,54 @@ def comparability(a: Report, b: Report) -> list[str]:
     if len(shared) < max(len(a_items), len(b_items)):
         notes.append(f"compared on the {len(shared)} items both runs hold")
     judges = [r.judge.name if r.judge else None for r in (a, b)]
+    if not same_judge(a.judge, b.judge):
+        differs = "parameters" if a.judge and b.judge and _judge_model(a.judge) == _judge_model(b.judge) else "judges"
+        raise ConfigError(f"the runs were judged by different {differs} ({_party(a.judge)}; {_party(b.judge)}): "
+                          f"their judge-graded scores are not comparable")
     if judges[0] != judges[1]:
-        raise ConfigError(f"the runs were judged by different judges ({judges[0]}, {judges[1]}): their judge-graded "
-                          f"scores are not comparable")
+        notes.append(f"the judge was served from different URLs ({judges[0]}, {judges[1]}): the same judge by "
+                     f"provider, model and parameters")
     for name, report in (("A", a), ("B", b)):
         if not report.official:
             notes.append(f"run {name} is unofficial: " + "; ".join(report.notes))
     return notes
+
+
+def comparison_record(a: Report, b: Report, folder_a: Path, folder_b: Path, notes: list[str],
+                      table: pd.DataFrame) -> dict:
+    """A paired comparison as `esac-kit compare --json` prints it: each run, the notes and the paired rows."""
+    import json
+
+    def run(report: Report, folder: Path) -> dict:
+        return {"folder": str(folder), "run_id": report.run_id, "suite": report.suite, "version": report.version,
+                "model": report.model.name, "judge": report.judge.name if report.judge else None,
+                "total": report.total, "max_total": report.max_total}
+
+    return {"a": run(a, folder_a), "b": run(b, folder_b), "notes": notes,
+            "paired": json.loads(table.to_json(orient="records"))}
+
+
+def same_judge(a: Party | None, b: Party | None) -> bool:
+    """Whether two runs had the same judge: provider, model and parameters match, whatever URL served it."""
+    if a is None or b is None:
+        return a is b
+    return _judge_model(a) == _judge_model(b) and a.parameters == b.parameters
+
+
+def _judge_model(party: Party) -> tuple[str, str] | str:
+    """A judge's provider and model without the URL that served it (a name this kit cannot parse stays whole)."""
+    try:
+        ref = parse_model(party.name)
+    except ConfigError:
+        return party.name
+    return ref.provider, ref.model
+
+
+def _party(party: Party | None) -> str:
+    """A judge as an error names it: its model string and parameters."""
+    if party is None:
+        return "no judge"
+    return party.name + " " + ", ".join(f"{k}={v}" for k, v in sorted(party.parameters.items()))
 
 
 def paired_table(folder_a: Path, folder_b: Path, items_dir: Path | None = None) -> pd.DataFrame:
@@ -130,18 +172,73 @@ def leaderboard(reports_dir: Path, items_dir: Path | None = None) -> tuple[pd.Da
             left_out.append(f"{folder}: {report.suite.upper()} {report.version} run {report.run_id} was scored under "
                             f"scoring fingerprint {scoring}, not {wanted or 'one shared by the other runs'}: left out")
             continue
-        rows.append({"suite": report.suite, "major": major_of(report.version), "version": report.version,
-                     "model": report.model.name, "judge": report.judge.name if report.judge else "-",
-                     "pool": report.pool.name, "official": report.official, "total": report.total,
-                     "max": report.max_total, "pass": report.passed,
-                     "cost": usd(report.cost["total_usd"]) if report.cost else "unknown",
-                     "run": report.run_id, "folder": str(folder)})
-    columns = ["suite", "major", "version", "model", "judge", "pool", "official", "total", "max", "pass", "cost",
-               "run", "folder"]
-    frame = pd.DataFrame(rows, columns=columns)
+        rows.append(_leaderboard_row(folder, report))
+    categories = list(dict.fromkeys(key for row in rows for key in row if key not in LEADERBOARD_COLUMNS))
+    frame = pd.DataFrame(rows, columns=LEADERBOARD_COLUMNS + categories)
     frame = frame.sort_values(["suite", "major", "pool", "total"], ascending=[True, True, True, False],
                               ignore_index=True)
     return frame, left_out
+
+
+LEADERBOARD_COLUMNS = ["suite", "major", "version", "model", "judge", "pool", "official", "total", "total_ci_low",
+                       "total_ci_high", "max", "pass", "modifier", "cost_usd", "run", "folder"]
+
+
+def _leaderboard_row(folder: Path, report: Report) -> dict:
+    """A finished run's leaderboard row: its total with its exact interval, then each category's points and exact
+    interval (`CATEGORY`, `CATEGORY_ci_low`, `CATEGORY_ci_high`; no interval under 3 items)."""
+    low, high = report.total_ci_exact or (None, None)
+    row = {"suite": report.suite, "major": major_of(report.version), "version": report.version,
+           "model": report.model.name, "judge": report.judge.name if report.judge else "-",
+           "pool": report.pool.name, "official": report.official, "total": report.total, "total_ci_low": low,
+           "total_ci_high": high, "max": report.max_total, "pass": report.passed, "modifier": report.modifier,
+           "cost_usd": report.cost["total_usd"] if report.cost else None, "run": report.run_id,
+           "folder": str(folder)}
+    for category in report.categories:
+        low, high = category.ci_exact or (None, None)
+        row |= {category.id: category.points, f"{category.id}_ci_low": low, f"{category.id}_ci_high": high}
+    return row
+
+
+def leaderboard_groups(frame: pd.DataFrame) -> list[tuple[str, int, pd.DataFrame]]:
+    """The leaderboard's comparable groups (one suite and major each), without the columns only other groups fill."""
+    groups = []
+    for (suite, major_version), group in frame.groupby(["suite", "major"], sort=True):
+        others = [c for c in group.columns if (c not in LEADERBOARD_COLUMNS or c == "modifier")
+                  and not c.endswith(("_ci_low", "_ci_high")) and group[c].isna().all()]
+        unfilled = [f"{c}{end}" for c in others for end in ("", "_ci_low", "_ci_high") if f"{c}{end}" in group]
+        groups.append((suite, major_version, group.drop(columns=unfilled)))
+    return groups
+
+
+def leaderboard_records(frame: pd.DataFrame) -> list[dict]:
+    """The leaderboard as JSON-ready rows (missing values are null), group by group."""
+    import json
+
+    return [row for _, _, group in leaderboard_groups(frame) for row in json.loads(group.to_json(orient="records"))]
+
+
+def format_leaderboard_group(group: pd.DataFrame) -> str:
+    """One comparable group as a text table: each score with its exact interval, cost in dollars or 'unknown'."""
+    shown = pd.DataFrame(index=group.index)
+    for column in group.columns:
+        if column in ("suite", "major", "folder") or column.endswith(("_ci_low", "_ci_high")):
+            continue
+        if column == "cost_usd":
+            shown["cost"] = group[column].map(lambda value: usd(None if pd.isna(value) else value))
+        elif f"{column}_ci_low" in group.columns:
+            shown[column] = [_with_interval(v, lo, hi) for v, lo, hi in
+                             zip(group[column], group[f"{column}_ci_low"], group[f"{column}_ci_high"])]
+        else:
+            shown[column] = group[column].map(lambda v: f"{v:.2f}" if isinstance(v, float) and not pd.isna(v) else v)
+    return shown.to_string(index=False)
+
+
+def _with_interval(value, low, high) -> str:
+    """'27.50 (24.10–29.90)', or the value alone when it has no interval."""
+    if pd.isna(value):
+        return "—"
+    return f"{value:.2f}" + ("" if pd.isna(low) or pd.isna(high) else f" ({low:.2f}–{high:.2f})")
 
 
 def _scoring_of_versions(reports: list[Report], items_dir: Path | None) -> dict[tuple[str, str], str | None]:

@@ -20,6 +20,7 @@ CONFIG_FILE = "run.json"
 JOURNAL_FILE = "observations.jsonl"
 LOCK_FILE = ".lock"
 UNLANDED_FILE = "unlanded-retries.json"
+ABORT_FILE = "abort.json"  # why the last session stopped on an error (RunAbort); removed when a writer resumes
 
 
 def read_journal(path: Path, owner: bool) -> list[Observation]:
@@ -148,6 +149,21 @@ def writer_lock(folder: Path) -> Iterator[None]:
         yield
     finally:
         handle.close()  # closing releases the lock; the file stays, harmless, for the next writer
+
+
+def writer_holds(folder: Path) -> bool:
+    """Whether a writer holds the run folder's lock now (a run, resume or notebook is writing it)."""
+    try:
+        handle = (folder / LOCK_FILE).open("r", encoding="utf-8")
+    except OSError:
+        return False  # no lock file: no writer ever held it
+    with handle:
+        try:
+            # a shared probe, released on close; a writer starting in that very instant is refused as by any holder
+            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+    return False
 
 
 def observations_frame(observations: list[Observation], model: str | None = None, judge: str | None = None):

@@ -82,6 +82,16 @@ def parse_model(text: str) -> ModelRef:
     return ModelRef(provider, model, base_url.rstrip("/") or None)  # type: ignore[arg-type]
 
 
+def api_key_for(ref: ModelRef) -> str:
+    """The model's API key from its environment variable ('' where none is needed), or a ConfigError naming the
+    variable when the provider's own endpoint needs a key that is not set (a model at its own URL may need none)."""
+    env = KEY_ENV.get(ref.provider)
+    key = os.environ.get(env, "") if env else ""
+    if not key and env and ref.base_url is None:
+        raise ConfigError(f"{ref.name} needs an API key: set {env}")
+    return key
+
+
 class ContextExceeded(ConfigError):
     """HTTP 400 because the conversation outgrew the model's context: an AG episode ends on it as a budget."""
 
@@ -110,10 +120,7 @@ class Provider:
         self.params = params or ModelParams()
         self.idle_timeout_s = idle_timeout_s
         self.base_url = (base_url or ref.base_url or DEFAULT_URL.get(ref.provider, "")).rstrip("/")
-        env = KEY_ENV.get(ref.provider)
-        self._api_key = api_key if api_key is not None else (os.environ.get(env, "") if env else "")
-        if not self._api_key and ref.base_url is None and ref.provider in KEY_ENV:
-            raise ConfigError(f"{ref.name} needs an API key: set {env}")
+        self._api_key = api_key if api_key is not None else api_key_for(ref)
 
     @property
     def endpoint(self) -> str:

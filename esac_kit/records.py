@@ -1,5 +1,6 @@
 """Every record a run folder holds, typed and versioned in one place: run.json (RunConfig, its PoolRecord), the
-journal's lines (Observation, an AG episode's EpisodeDetail) and report.json (Report); and the one atomic write."""
+journal's lines (Observation, an AG episode's EpisodeDetail), report.json (Report) and abort.json (RunAbort); and the
+one atomic write."""
 
 from __future__ import annotations
 
@@ -167,6 +168,15 @@ class RunConfig(Versioned):
                 "format_version": FORMAT_VERSION, "pool": _legacy_pool(data["pool_label"]),
                 "journal_chained_from": None}  # its journal's existing lines predate the chain
         return data
+
+
+class RunAbort(BaseModel):
+    """Why a run's last session stopped on an error (abort.json): an outage past its budget, a configuration error;
+    the finished work stays journalled, and the record goes when the run is resumed."""
+
+    error: str
+    exit_code: int
+    at: str
 
 
 # ---------------------------------------------------------------- the journal

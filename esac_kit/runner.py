@@ -30,6 +30,7 @@ from esac_kit.sandbox import SandboxError
 from esac_kit.schemas import Instance, ItemSpec
 
 T = TypeVar("T")
+RESUME_HINT = "run aborted, finished work kept: resume with `esac-kit run --resume RUN`"  # ends an abort's message
 
 
 @dataclass(frozen=True)
@@ -75,7 +76,7 @@ async def with_retries(attempt: Callable[[], Awaitable[T]], policy: RetryPolicy,
                 if outage >= policy.outage_budget_s or (policy.max_attempts and number >= policy.max_attempts):
                     raise InfrastructureAbort(
                         f"{role} call for item {item_id} failed {number} times over {outage:.0f} s; last: {failure}; "
-                        f"run aborted, finished work kept: resume with `esac-kit run --resume RUN`", retries) from None
+                        + RESUME_HINT, retries) from None
                 retries[kind] += 1
                 if on_retry:
                     on_retry(kind)

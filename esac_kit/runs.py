@@ -21,21 +21,21 @@ from esac_kit import __version__
 from esac_kit.answerers import ANSWERERS, CHARS_PER_TOKEN
 from esac_kit.artefacts import write_artefacts
 from esac_kit.cache import ResponseCache
-from esac_kit.errors import ConfigError
+from esac_kit.errors import ConfigError, EsacError, InfrastructureAbort, RunStopped
 from esac_kit.fingerprints import bank_status
 from esac_kit.instances import build_tasks, generate
-from esac_kit.journal import (CONFIG_FILE, JOURNAL_FILE, Journal, add_unlanded_retries, check_slots, read_journal,
-                              read_unlanded_retries, writer_lock)
+from esac_kit.journal import (ABORT_FILE, CONFIG_FILE, JOURNAL_FILE, LOCK_FILE, UNLANDED_FILE, Journal,
+                              add_unlanded_retries, check_slots, read_journal, read_unlanded_retries, writer_lock)
 from esac_kit.local import MAX_AGENT_TURN_TOKENS, MAX_AGENT_TURNS, MAX_OUTPUT_TOKENS, embedded_server
 from esac_kit.pools import Pool, choose_pool, recorded_pool
 from esac_kit.kinds import kind_of, plan
 from esac_kit.chat import ModelRef
 from esac_kit.batch import BatchQueue, check_batchable
 from esac_kit.model_params import ModelParams, check_model_params, parse_model_params, sent_temperature
-from esac_kit.providers import SERVED, Provider, make_provider, parse_model
-from esac_kit.records import Observation, Report, RunConfig, prompt_sha256, read_record_file, write_json
+from esac_kit.providers import SERVED, Provider, api_key_for, make_provider, parse_model
+from esac_kit.records import Observation, Report, RunAbort, RunConfig, prompt_sha256, read_record_file, write_json
 from esac_kit.report import build_report
-from esac_kit.runner import Progress, RetryPolicy, Runner, RunSettings
+from esac_kit.runner import RESUME_HINT, Progress, RetryPolicy, Runner, RunSettings
 from esac_kit.sandbox import allow_unsafe_sandbox
 from esac_kit.schemas import Instance, ItemSpec
 from esac_kit.suite import Suite, load_suite
@@ -208,11 +208,58 @@ def endpoints_for(models: list[str | None], tasks: dict | None = None) -> Iterat
         yield urls
 
 
+def check_keys(config: RunConfig) -> None:
+    """A ConfigError naming the variable when the model or the judge needs an API key that is not set."""
+    for name in (config.model, config.judge):
+        if name:
+            api_key_for(parse_model(name))
+
+
 def execute(run: RunPlan, policy: RetryPolicy, cache: ResponseCache,
             on_progress: Callable[[Progress], None] | None = None, stop: threading.Event | None = None) -> Report:
     """Run (or continue) a planned run in its folder, holding the folder's lock, and write its report; an abort
-    keeps the journal and the retries of calls that never landed. Setting `stop` ends the run cooperatively."""
+    keeps the journal and the retries of calls that never landed. Setting `stop` ends the run cooperatively.
+    A new run whose session ends before its first observation lands leaves no folder behind."""
+    check_keys(run.config)  # a missing key stops here, before the folder exists
+    fresh = not run.folder.exists()
+    try:
+        return _execute_in_folder(run, policy, cache, on_progress, stop)
+    except BaseException as error:
+        if not (fresh and remove_unstarted(run.folder)):
+            raise
+        if isinstance(error, InfrastructureAbort):  # its hint to resume points at a folder that is gone
+            raise InfrastructureAbort(str(error).removesuffix(RESUME_HINT) + "the run never started: no observation "
+                                      "landed, so no run folder was kept", error.retries) from None
+        raise
+
+
+START_FILES = {CONFIG_FILE, JOURNAL_FILE, LOCK_FILE, UNLANDED_FILE, ABORT_FILE}  # what a run writes before its work
+
+
+def remove_unstarted(folder: Path) -> bool:
+    """Remove a run folder whose journal is empty and which holds only what a start writes, and the model and suite
+    folders it leaves empty; True when it was removed."""
+    journal = folder / JOURNAL_FILE
+    try:
+        if journal.is_file() and journal.stat().st_size > 0:
+            return False
+        names = {path.name for path in folder.iterdir()}
+        if not names <= START_FILES:
+            return False  # a file the start did not write (a submitted batch, a user's note): keep the folder
+        for name in names:
+            (folder / name).unlink()
+        for empty in (folder, folder.parent, folder.parent.parent):  # run, model, suite-version; never the reports
+            empty.rmdir()
+    except OSError:
+        pass  # a parent another run is using stays, and so does anything that cannot be removed
+    return not folder.exists()
+
+
+def _execute_in_folder(run: RunPlan, policy: RetryPolicy, cache: ResponseCache,
+                       on_progress: Callable[[Progress], None] | None, stop: threading.Event | None) -> Report:
+    """execute's work under the folder's lock: an error that ends the session is recorded in abort.json."""
     with writer_lock(run.folder):
+        (run.folder / ABORT_FILE).unlink(missing_ok=True)  # a resumed run is no longer aborted
         config = run.config
         if config.journal_chained_from is None:  # a run begun before the chain: its existing lines stay unchained
             config = config.model_copy(update={"journal_chained_from": len(read_journal(
@@ -226,6 +273,12 @@ def execute(run: RunPlan, policy: RetryPolicy, cache: ResponseCache,
         try:
             with endpoints_for([config.model, config.judge], run.tasks) as urls:
                 observations = asyncio.run(_drive(run, journal, policy, cache, urls, on_progress, session, stop))
+        except EsacError as error:
+            if not isinstance(error, RunStopped):  # a Stop is asked for: the run is incomplete, not aborted
+                now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+                abort = RunAbort(error=str(error), exit_code=error.exit_code, at=now)
+                write_json(run.folder / ABORT_FILE, abort.model_dump(mode="json"))
+            raise
         finally:
             allow_unsafe_sandbox(False)
             journal.close()

@@ -46,6 +46,13 @@ class Suite:
         """The manifest's category record for an item."""
         return next(c for c in self.manifest.categories if c.id == item.category)
 
+    def summary(self) -> dict:
+        """The suite as `esac-kit items --json` prints it: the manifest, its capability points and every item."""
+        return self.manifest.model_dump(mode="json") | {
+            "capability_points": self.manifest.capability_points,
+            "items": [{"id": i.id, "category": i.category, "title": i.title, "scoring": i.scoring, "weight": i.weight}
+                      for i in self.items]}
+
 
 def read_model(path: Path, model: type[BaseModel]) -> Any:
     """Parse a TOML file into a schema, turning any failure into a one-line ConfigError naming file and field."""

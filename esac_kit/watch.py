@@ -51,10 +51,10 @@ def suite_ids(items_dir: Path | None = None) -> list[str]:
 
 
 def find_runs(reports_dir: Path) -> list[Path]:
-    """Every run folder (a folder with run.json) under a reports folder, newest run first."""
-    if not reports_dir.is_dir():
-        return []
-    return sorted((p.parent for p in reports_dir.rglob(CONFIG_FILE)), key=lambda p: p.name, reverse=True)
+    """The run folders a notebook's picker offers, newest run first: every run but the failed starts (run_folders)."""
+    from esac_kit.run_folders import list_runs
+
+    return [listing.folder for listing in list_runs(reports_dir)] if reports_dir.is_dir() else []
 
 
 def run_label(folder: Path) -> str:
