@@ -94,7 +94,7 @@ def list_runs(reports_dir: Path, include_failed: bool = False) -> list[RunListin
     if not reports_dir.is_dir():
         return []
     listings = [run_status(path.parent) for path in reports_dir.rglob(CONFIG_FILE)]
-    listings.sort(key=lambda listing: (listing.started, listing.run_id), reverse=True)
+    listings.sort(key=lambda listing: (listing.started, listing.run_id, listing.folder.name), reverse=True)
     return [listing for listing in listings if include_failed or listing.status != "failed"]
 
 
