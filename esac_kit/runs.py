@@ -86,7 +86,7 @@ def new_config(suite: Suite, pool: Pool, model: str, judge: str | None, temperat
     if served:
         notes.append(f"{model} is a {served.description} of the kit: a self-check of tasks and scoring, not a model")
     if pool.name != "heldout":
-        notes.append("public pool: a self-check, not a held-out verification run (amendment 001 §3)")
+        notes.append(f"{pool.name} pool: a self-check, not a held-out verification run (amendment 001 §3)")
     if items:
         notes.append(f"partial run: {len(items)} of {len(suite.items)} items")
     now = datetime.now(timezone.utc)
