@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import signal
 import sys
 import threading
@@ -472,6 +473,8 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if on_main_thread:
             signal.signal(signal.SIGTERM, previous)
+        if argv is None:  # the process exits next: frozen objects spare its shutdown collections (~0.5 s)
+            gc.freeze()
 
 
 def _dispatch(argv: list[str] | None) -> int:

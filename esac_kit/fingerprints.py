@@ -107,11 +107,12 @@ def _parse(path: str, mtime_ns: int) -> tuple[str, tuple[str, ...]]:
     entry = CODE_CACHE / key[:2] / f"{key}.json"
     try:
         digest, named = json.loads(entry.read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError, TypeError):  # missing, unreadable or not a [digest, names] pair: parse
         with _PARSE_LOCK:
             for attempt in range(3):
                 try:
-                    tree = ast.parse(source.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n"))  # as text mode reads
+                    text = source.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")  # as text mode reads
+                    tree = ast.parse(text)
                     break
                 except SystemError:  # CPython 3.11's AST constructor is not thread-safe (gh-106905): parse again
                     if attempt == 2:

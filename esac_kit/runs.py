@@ -247,7 +247,7 @@ def _import_report_modules() -> None:
 
 
 def _fingerprints(run: RunPlan) -> Fingerprints:
-    """The suite's fingerprints, reusing a public run's own instances (and fresh tasks) instead of drawing them again."""
+    """The suite's fingerprints, reusing a public run's own instances (and unused tasks) rather than drawing again."""
     public = run.pool == public_pool(run.suite.manifest.public_seed) and not run.config.pack
     known = {i: (instance, run.tasks.get(i)) for i, instance in run.instances.items()} if public else None
     return compute(run.suite, known)
