@@ -18,16 +18,17 @@ def report_schema() -> dict:
 
 
 def write_artefacts(folder: Path, report: Report, observations: list[Observation], charts: bool = True) -> list[Path]:
-    """Write every artefact of a report into its run folder and return their paths."""
-    import vl_convert as vlc
-
-    from esac_kit.charts import category_chart, item_chart
-
+    """Write every artefact of a report into its run folder (the charts unless `charts` is off) and return their
+    paths."""
     written = [folder / REPORT_FILE, folder / "observations.parquet"]
     write_json(written[0], report.model_dump(mode="json"))
     judge = report.judge.name if report.judge else None
     write_atomic(written[1], observations_frame(observations, report.model.name, judge).to_parquet(index=False))
     if charts:
+        import vl_convert as vlc  # altair and vl-convert cost ~1 s and ~100 MB: only when charts are drawn
+
+        from esac_kit.charts import category_chart, item_chart
+
         for name, chart in (("categories", category_chart(report)), ("items", item_chart(report))):
             spec = json.dumps(chart.to_dict())
             write_atomic(folder / f"{name}.svg", vlc.vegalite_to_svg(spec))

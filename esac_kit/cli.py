@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import signal
 import sys
 import threading
@@ -149,7 +150,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(f"NOTE: {note}", flush=True)
     report = execute(run, policy, cache, terminal_progress())
     print(format_report(report))
-    print(f"artefacts: {run.folder}")
+    print(f"artefacts: {run.folder}\ncharts (PNG, SVG): esac-kit report {run.folder}")
     return 0
 
 
@@ -604,6 +605,8 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if on_main_thread:
             signal.signal(signal.SIGTERM, previous)
+        if argv is None:  # the process exits next: frozen objects spare its shutdown collections (~0.5 s)
+            gc.freeze()
 
 
 def _dispatch(argv: list[str] | None) -> int:

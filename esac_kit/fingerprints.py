@@ -13,13 +13,15 @@ interpreter) still fails until released. Content or instances changed: a minor b
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
 import hashlib
 import importlib.util
 import json
+import sys
 import threading
 import tomllib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,6 +34,8 @@ from esac_kit.errors import ConfigError
 from esac_kit.instances import build_task, generate
 from esac_kit.kinds import kind_of
 from esac_kit.pools import public_pool
+from esac_kit.records import write_atomic
+from esac_kit.schemas import Instance
 from esac_kit.suite import MANIFEST, Suite, load_suite
 from esac_kit.version import Version
 
@@ -85,6 +89,8 @@ def _kit_file(name: str) -> Path | None:
 
 
 _PARSE_LOCK = threading.Lock()
+# Code digests by content: parsing the closures costs ~0.5 s a process; a cached entry is exactly what a parse gives.
+CODE_CACHE = Path.home() / ".cache" / "esac-kit" / "code-digests"
 
 
 def _parsed(path: Path) -> tuple[str, tuple[str, ...]]:
@@ -93,20 +99,37 @@ def _parsed(path: Path) -> tuple[str, tuple[str, ...]]:
 
 @functools.lru_cache(maxsize=512)
 def _parse(path: str, mtime_ns: int) -> tuple[str, tuple[str, ...]]:
-    """A module's digest and the esac_kit modules it imports."""
-    source = Path(path).read_text(encoding="utf-8")
-    with _PARSE_LOCK:
-        for attempt in range(3):
-            try:
-                tree = ast.parse(source)
-                break
-            except SystemError:  # CPython 3.11's AST constructor is not thread-safe (gh-106905): parse again
-                if attempt == 2:
-                    raise
+    """A module's digest and the esac_kit modules it imports; parses are kept on disk by content (CODE_CACHE)."""
+    source = Path(path).read_bytes()
     package = _module_of(Path(path))
     package = package if Path(path).name == "__init__.py" else package.rpartition(".")[0]
-    digest = hashlib.sha256(_stable_dump(tree).encode()).hexdigest()
-    return digest, tuple(sorted(_imports(tree, package)))
+    key = hashlib.sha256(_parse_salt() + package.encode() + b"\0" + source).hexdigest()
+    entry = CODE_CACHE / key[:2] / f"{key}.json"
+    try:
+        digest, named = json.loads(entry.read_text())
+    except (OSError, ValueError, TypeError):  # missing, unreadable or not a [digest, names] pair: parse
+        with _PARSE_LOCK:
+            for attempt in range(3):
+                try:
+                    text = source.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")  # as text mode reads
+                    tree = ast.parse(text)
+                    break
+                except SystemError:  # CPython 3.11's AST constructor is not thread-safe (gh-106905): parse again
+                    if attempt == 2:
+                        raise
+        digest = hashlib.sha256(_stable_dump(tree).encode()).hexdigest()
+        named = sorted(_imports(tree, package))
+        with contextlib.suppress(OSError):  # an unwritable cache only costs the next process this parse
+            entry.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(entry, json.dumps([digest, named]).encode())
+    # which names are kit modules is read from the package folder now, not from the cache
+    return digest, tuple(name for name in named if _kit_file(name))
+
+
+@functools.cache
+def _parse_salt() -> bytes:
+    """What a cached parse depends on besides the module's bytes and package: this algorithm and the interpreter."""
+    return hashlib.sha256(Path(__file__).read_bytes() + sys.version.encode()).digest()
 
 
 def _module_of(path: Path) -> str:
@@ -118,7 +141,8 @@ def _module_of(path: Path) -> str:
 
 
 def _imports(tree: ast.AST, package: str) -> set[str]:
-    """The esac_kit modules an import statement anywhere in the tree names, skipping `if TYPE_CHECKING:` blocks."""
+    """The esac_kit names an import statement anywhere in the tree names (modules or not: `_parse` keeps the
+    modules), skipping `if TYPE_CHECKING:` blocks."""
     found: set[str] = set()
 
     def visit(node: ast.AST) -> None:
@@ -139,7 +163,7 @@ def _imports(tree: ast.AST, package: str) -> set[str]:
             visit(child)
 
     visit(tree)
-    return {name for name in found if (name == "esac_kit" or name.startswith("esac_kit.")) and _kit_file(name)}
+    return {name for name in found if name == "esac_kit" or name.startswith("esac_kit.")}
 
 
 def _stable_dump(node: object) -> str:
@@ -192,16 +216,20 @@ def roots(suite: Suite) -> tuple[list[str], list[str], set[str]]:
     return generation, scoring, stops
 
 
-def compute(suite: Suite) -> Fingerprints:
-    """Fingerprint a loaded suite; it generates the public pool once (for the key protocols and the instances)."""
+def compute(suite: Suite, known: Mapping[str, tuple[Instance, object]] | None = None) -> Fingerprints:
+    """Fingerprint a loaded suite; it generates the public pool once (for the key protocols and the instances),
+    reusing `known` public-pool instances with their tasks (a public run's own, not yet run) by item id."""
     m = suite.manifest
     generation, scoring_roots, stops = roots(suite)
     pool = public_pool(m.public_seed)
     instances, protocols = hashlib.sha256(), {}
     for item in suite.items:
         kind = kind_of(item)
-        task = build_task(suite, item, pool) if kind.episodic else None
-        instance = generate(suite, item, pool, None, task)
+        if known and item.id in known:
+            instance, task = known[item.id]
+        else:
+            task = build_task(suite, item, pool) if kind.episodic else None
+            instance = generate(suite, item, pool, None, task)
         instances.update(kind.instance_bytes(instance, task))
         protocols[item.id] = kind.key_protocol(instance)
     content = {

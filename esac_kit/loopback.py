@@ -89,6 +89,7 @@ class LoopbackServer:
         self.faults: Counter = Counter()
         self.paths: Counter = Counter()
         self.rejected: list[dict] = []  # the 400 bodies sent for requests that broke an API rule
+        self.last_reply_at: float | None = None  # time.monotonic() once a reply's last byte is written
         self.issued: dict[str, str | None] = {}  # Responses API: function_call item id -> its reasoning item's id
         self.batches = BatchEmulator(self)  # OpenAI's Batch API and Anthropic's Message Batches API
         self._attempts: Counter = Counter()
@@ -202,6 +203,7 @@ class LoopbackServer:
                     self.wfile.write(event.encode())
                     self.wfile.flush()
                     time.sleep(server.event_delay_s)
+                server.last_reply_at = time.monotonic()
                 self.close_connection = True
 
             def _fault(self, kind: str) -> None:
@@ -245,6 +247,7 @@ class LoopbackServer:
                     self.send_header(name, value)
                 self.end_headers()
                 self.wfile.write(data)
+                server.last_reply_at = time.monotonic()  # benchmarks time what a client does after its last reply
 
         return Handler
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections import Counter, defaultdict
 from datetime import datetime, timezone
+from typing import TYPE_CHECKING
 
 from esac_kit import __version__
 from esac_kit.cost import cost_summary, load_prices, run_cost
@@ -14,11 +15,15 @@ from esac_kit.records import CategoryScore, ItemScore, Observation, Party, Repor
 from esac_kit.scoring import aggregate, item_score
 from esac_kit.suite import Suite
 
+if TYPE_CHECKING:
+    from esac_kit.fingerprints import Fingerprints
+
 
 def build_report(suite: Suite, config: RunConfig, observations: list[Observation],
-                 unlanded_retries: dict[str, int] | None = None) -> Report:
+                 unlanded_retries: dict[str, int] | None = None, fingerprints: Fingerprints | None = None) -> Report:
     """Aggregate a run's observations (in journal order) into its report, with the retries of calls that never
-    landed; a journal that breaks its hash chain is reported as tampered, and the run as unofficial."""
+    landed; a journal that breaks its hash chain is reported as tampered, and the run as unofficial. The suite's
+    fingerprints are computed here unless given (a run computes them before its first request)."""
     from esac_kit.fingerprints import compute
     from esac_kit.journal import JOURNAL_FILE, broken_link, check_slots
 
@@ -62,7 +67,7 @@ def build_report(suite: Suite, config: RunConfig, observations: list[Observation
               "model_cache_write": sum(o.tokens_cache_write for o in answers.values()),
               "judge_in": sum(o.judge_tokens_in for o in ordered),
               "judge_out": sum(o.judge_tokens_out for o in ordered)}
-    fingerprints = compute(suite)
+    fingerprints = fingerprints or compute(suite)
     pin = suite.manifest.judge
     judge = None if config.judge is None else Party(name=config.judge, parameters={
         "temperature": config.judge_temperature, "max_tokens": config.judge_max_tokens,

@@ -22,12 +22,12 @@ from esac_kit.answerers import ANSWERERS, CHARS_PER_TOKEN
 from esac_kit.artefacts import write_artefacts
 from esac_kit.cache import ResponseCache
 from esac_kit.errors import ConfigError, EsacError, InfrastructureAbort, RunStopped
-from esac_kit.fingerprints import bank_status
+from esac_kit.fingerprints import Fingerprints, bank_status, compute
 from esac_kit.instances import build_tasks, generate
 from esac_kit.journal import (ABORT_FILE, CONFIG_FILE, JOURNAL_FILE, LOCK_FILE, UNLANDED_FILE, Journal,
                               add_unlanded_retries, check_slots, read_journal, read_unlanded_retries, writer_lock)
 from esac_kit.local import MAX_AGENT_TURN_TOKENS, MAX_AGENT_TURNS, MAX_OUTPUT_TOKENS, embedded_server
-from esac_kit.pools import Pool, choose_pool, recorded_pool
+from esac_kit.pools import Pool, choose_pool, public_pool, recorded_pool
 from esac_kit.kinds import kind_of, plan
 from esac_kit.chat import ModelRef
 from esac_kit.batch import BatchQueue, check_batchable
@@ -269,6 +269,8 @@ def _execute_in_folder(run: RunPlan, policy: RetryPolicy, cache: ResponseCache,
         journal = Journal(run.folder, config.journal_chained_from)
         check_slots(journal.observations, {i.id for i in run.suite.items}, journal.path)
         session: dict = {}
+        fingerprints = _fingerprints(run)  # before the first request, so none of it waits after the last reply
+        threading.Thread(target=_import_report_modules, daemon=True).start()
         allow_unsafe_sandbox(config.unsafe_sandbox)
         try:
             with endpoints_for([config.model, config.judge], run.tasks) as urls:
@@ -285,9 +287,23 @@ def _execute_in_folder(run: RunPlan, policy: RetryPolicy, cache: ResponseCache,
             runner = session.get("runner")
             if runner is not None and runner.unlanded_retries():
                 add_unlanded_retries(run.folder, runner.unlanded_retries())
-        report = build_report(run.suite, config, observations, read_unlanded_retries(run.folder))
-        write_artefacts(run.folder, report, observations)
+        report = build_report(run.suite, config, observations, read_unlanded_retries(run.folder), fingerprints)
+        write_artefacts(run.folder, report, observations, charts=False)  # `esac-kit report` renders the charts
     return report
+
+
+def _import_report_modules() -> None:
+    """Import what the report needs after the run (pandas, scipy, pyarrow: ~1 s) while the run waits on replies."""
+    with contextlib.suppress(ImportError):  # a missing one fails where the report imports it, with its own error
+        import esac_kit.statistics  # noqa: F401
+        import pyarrow.parquet  # noqa: F401
+
+
+def _fingerprints(run: RunPlan) -> Fingerprints:
+    """The suite's fingerprints, reusing a public run's own instances (and unused tasks) rather than drawing again."""
+    public = run.pool == public_pool(run.suite.manifest.public_seed) and not run.config.pack
+    known = {i: (instance, run.tasks.get(i)) for i, instance in run.instances.items()} if public else None
+    return compute(run.suite, known)
 
 
 async def _drive(run, journal, policy, cache, urls, on_progress, session, stop):

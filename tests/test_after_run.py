@@ -1,0 +1,74 @@
+"""What a run does after its last reply stays light: no chart libraries, fingerprints from the run's own instances,
+and code digests kept on disk by content (issue 15, point 6)."""
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from esac_kit import fingerprints
+from esac_kit.fingerprints import closure, code_digest, compute, roots
+from esac_kit.loopback import LoopbackServer
+from esac_kit.runs import _fingerprints, plan_run
+from esac_kit.suite import load_suite
+from runkit import reference_answers, run_folder_of
+
+TESTS = Path(__file__).resolve().parent
+
+
+@pytest.mark.parametrize("suite", ["gi", "ag"])
+def test_a_public_run_fingerprints_its_own_instances_as_the_suite_does(suite):
+    judge = "openai:j@http://127.0.0.1:9/v1" if suite == "gi" else None
+    run = plan_run(suite, model="openai:m@http://127.0.0.1:9/v1", judge=judge)
+    assert _fingerprints(run) == compute(load_suite(suite))
+
+
+def test_a_partial_run_fingerprints_the_whole_suite():
+    suite = load_suite("gi")
+    run = plan_run("gi", model="openai:m@http://127.0.0.1:9/v1", judge="openai:j@http://127.0.0.1:9/v1",
+                   only=[suite.items[0].id])
+    assert len(run.instances) == 1 and _fingerprints(run) == compute(suite)
+
+
+def test_code_digests_come_back_from_the_disk_cache_unchanged_and_a_bad_entry_is_parsed_again(tmp_path,
+                                                                                             monkeypatch):
+    suite = load_suite("gi")
+    names = closure(roots(suite)[0], roots(suite)[2])
+    fingerprints._parse.cache_clear()
+    monkeypatch.setattr(fingerprints, "CODE_CACHE", tmp_path)
+    parsed = {name: code_digest(name) for name in names}
+    entries = sorted(tmp_path.rglob("*.json"))
+    assert len(entries) == len(names)
+    fingerprints._parse.cache_clear()
+    entries[0].write_text("{not json")
+    entries[1].write_text(json.dumps(["forged", []]))  # an entry is trusted as what a parse of those bytes gave
+    again = {name: code_digest(name) for name in names}
+    assert sum(again[n] != parsed[n] for n in names) == 1 and "forged" in again.values()
+    assert json.loads(entries[0].read_text())[0] in parsed.values()  # the unreadable one was parsed and rewritten
+    fingerprints._parse.cache_clear()
+
+
+def test_a_run_imports_no_chart_library_and_report_draws_the_charts(tmp_path):
+    quant = [i.id for i in load_suite("gi").items if i.category == "quant"][:2]
+    with LoopbackServer(reference_answers()) as server:
+        script = textwrap.dedent(f"""
+            import sys
+            sys.path.insert(0, {str(TESTS)!r})
+            from runkit import esac_run
+            code = esac_run("--model", "openai:m@{server.url}", "--judge", "openai:j@{server.url}", "--no-cache",
+                            "--reports", {str(tmp_path)!r}, "--only", *{quant!r})
+            print(code, sorted(m for m in ("altair", "vl_convert", "marimo") if m in sys.modules))
+        """)
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.stdout.splitlines()[-1] == "0 []", done.stdout[-2000:] + done.stderr[-2000:]
+    assert "esac-kit report" in done.stdout  # the run says which command draws the charts
+    folder = run_folder_of(tmp_path)
+    assert (folder / "report.json").is_file() and not list(folder.glob("*.svg"))
+    report = subprocess.run([sys.executable, "-m", "esac_kit", "report", str(folder)], capture_output=True,
+                            text=True, timeout=300)
+    assert report.returncode == 0, report.stderr
+    assert "<svg" in (folder / "items.svg").read_text()[:400]
+    assert (folder / "categories.png").read_bytes()[:4] == b"\x89PNG"
