@@ -100,11 +100,11 @@ def _(item_choice, run_choice, suite):
 def _(form, item, suite):
     try:
         rubric = bench.edited_rubric(item.rubric, form.value or {})
-        problem = None
+        _problem = None
     except EsacError as _error:
-        rubric, problem = None, _error
+        rubric, _problem = None, _error
     bump = None if rubric is None else bench.rubric_bump(suite, item.id, rubric)
-    mo.stop(rubric is None, error_callout("Invalid rubric", problem))
+    mo.stop(rubric is None, error_callout("Invalid rubric", _problem))
     mo.vstack([
         mo.md("### The rubric as edited"),
         table(bench.criteria_frame(rubric)),

@@ -64,7 +64,7 @@ def _(runs):
     mo.stop(not frames, mo.vstack([*_unreadable, mo.callout(mo.md(
         "None of the chosen runs has observations to explore: pick a run that answered at least one item."),
         kind="danger")]))
-    mo.output.replace(mo.vstack(_unreadable) if _unreadable else None)
+    mo.vstack(_unreadable) if _unreadable else None
     return (frames,)
 
 
