@@ -128,6 +128,7 @@ def _(frame, report):
         mo.md("## Variance of the judge-graded items"),
         mo.callout(mo.md(f"No variance section: {_missing}."), kind="neutral")]))
     _table = variance.variance_table({report.run_id: frame})
+    _reliability = ["icc1", "icc1_low", "icc1_high", "icc1k", "alpha"]
     _stability = variance.item_stability(frame)
     _flagged = _stability[_stability["flag"] != "stable"]
     _flagged_text = (", ".join(f"{r.item_id} ({r.flag})" for r in _flagged.itertuples())
@@ -137,7 +138,8 @@ def _(frame, report):
               "Components of the nested design items › answers › judge calls, and the judge's reliability "
               f"(ICC(1), ICC(1,k), Krippendorff's alpha). Items unstable across replicates (spread > 0.1): "
               f"{_flagged_text}. Explore them with `marimo edit notebooks/variance.py -- --run RUN`."),
-        table(_table.drop(columns=["run"]), decimals=4),
+        table(_table.drop(columns=["run", *_reliability]), decimals=4),  # two tables: one is too wide
+        table(_table[_reliability], decimals=4),
     ])
     return
 

@@ -15,6 +15,7 @@ with app.setup:
     from esac_kit.notebook_ui import error_callout, plain_markdown, table
 
     _registry = alt.data_transformers.disable_max_rows()  # assigned: its repr is no output of the notebook
+    RELIABILITY = ["icc1", "icc1_low", "icc1_high", "icc1k", "alpha"]  # the judge-reliability columns
 
 
 @app.cell(hide_code=True)
@@ -75,6 +76,7 @@ def _(frames):
     _notes = [mo.callout(mo.md(f"**{plain_markdown(label)}:** {reason}."), kind="neutral")
               for label, reason in _missing.items() if reason]
     mo.stop(not _measured, mo.vstack([mo.md("## Variance components and judge reliability"), *_notes]))
+    _table = variance.variance_table(_measured)  # shown as two tables: one is too wide to keep its columns in view
     mo.vstack([
         mo.md("## Variance components and judge reliability\n\n"
               "`var_*` are the method-of-moments components of the balanced nested ANOVA (items › answers › "
@@ -82,7 +84,8 @@ def _(frames):
               "call (with its 95 % interval), `icc1k` of the mean of the judge calls, `alpha` Krippendorff's "
               "interval alpha."),
         *_notes,
-        table(variance.variance_table(_measured), decimals=4),
+        table(_table.drop(columns=RELIABILITY), decimals=4),
+        table(_table[["run", *RELIABILITY]], decimals=4),
         mo.md("## D-study: what other designs would buy"),
         variance.d_study_chart(variance.d_study_frame(_measured)),
     ])
