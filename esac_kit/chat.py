@@ -39,6 +39,11 @@ class ModelRef:
         return f"{self.provider}:{self.model}" + (f"@{self.base_url}" if self.base_url else "")
 
     @property
+    def title(self) -> str:
+        """The model as a headline names it: 'SmolLM2-135M-Instruct (local)', 'gpt-4o (openai)'; no URL."""
+        return f"{self.model} ({self.provider})"
+
+    @property
     def slug(self) -> str:
         """A folder-safe name for report paths."""
         return re.sub(r"[^A-Za-z0-9._-]+", "_", self.provider + "-" + self.model).strip("_")

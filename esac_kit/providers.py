@@ -92,6 +92,15 @@ def api_key_for(ref: ModelRef) -> str:
     return key
 
 
+def model_title(text: str) -> str:
+    """A recorded model string as a headline names the model (ModelRef.title), or as written if it does not parse
+    here (a served prefix whose suite is not loaded)."""
+    try:
+        return parse_model(text).title
+    except ConfigError:
+        return text
+
+
 class ContextExceeded(ConfigError):
     """HTTP 400 because the conversation outgrew the model's context: an AG episode ends on it as a budget."""
 

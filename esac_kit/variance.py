@@ -26,6 +26,23 @@ def item_stability(frame: pd.DataFrame, judge_threshold: float = 0.1,
     return spread
 
 
+def no_variance_reason(frame: pd.DataFrame) -> str | None:
+    """Why a run has no judge variance to show (no judge-graded observation, or none in a complete design of
+    answers × judge calls), or None when it has some."""
+    from esac_kit.statistics import variance_components
+
+    judged = frame[frame["judge_replicate"].notna()] if len(frame) else frame
+    if judged.empty:
+        suite = str(frame["suite"].iloc[0]).upper() if len(frame) else "this run"
+        return (f"this {suite} run has no judge-graded observation (AG scores every task in code; a partial GI run may "
+                f"leave the judged items out): no variance across answers or judge calls to estimate")
+    components = variance_components(frame)
+    if components.n_items == 0 or components.n_answers < 2 or components.n_judgements < 2:
+        return (f"{judged['item_id'].nunique()} judge-graded item(s), but none answered at least twice and judged at "
+                f"least twice each (an incomplete run): no variance components")
+    return None
+
+
 def observation_grid(frame: pd.DataFrame, item_id: str) -> pd.DataFrame:
     """An item's observations (model replicate × judge replicate) with responses, scores and rationales."""
     rows = frame[frame["item_id"] == item_id]

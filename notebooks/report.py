@@ -1,7 +1,7 @@
 import marimo
 
 __generated_with = "0.25.2"
-app = marimo.App(width="medium", app_title="ESAC report")
+app = marimo.App(width="full", app_title="ESAC report")
 
 with app.setup:
     from pathlib import Path
@@ -13,9 +13,12 @@ with app.setup:
     from esac_kit.charts import category_chart, item_chart
     from esac_kit.compare import load_report
     from esac_kit.cost import cost_summary
+    from esac_kit.errors import EsacError
+    from esac_kit.notebook_ui import error_callout, table
+    from esac_kit.providers import model_title
     from esac_kit.statistics import LEGEND
 
-    alt.data_transformers.disable_max_rows()
+    _registry = alt.data_transformers.disable_max_rows()  # assigned: its repr is no output of the notebook
 
 
 @app.cell
@@ -32,8 +35,11 @@ def _(args):
     mo.stop(run is None, mo.callout(mo.md("No run folder: pass one, e.g. "
                                           "`marimo run notebooks/report.py -- --run reports/gi-1.0/<model>/<run>`"),
                                     kind="warn"))
-    report = load_report(run)
-    frame = watch.run_frame(run)
+    try:
+        report, frame, problem = load_report(run), watch.run_frame(run), None
+    except EsacError as _error:
+        report, frame, problem = None, None, _error
+    mo.stop(problem is not None, error_callout("Cannot show this run", problem))
     return frame, report, run
 
 
@@ -56,8 +62,9 @@ def _(report, run):
     _stats.append(mo.stat(_verdict, label="verdict", caption=f"every category and the capability total ≥ {report.pass_rule.percent} "
                           "(amendment 001 §10)", bordered=True))
     mo.vstack([
-        mo.md(f"# {report.suite.upper()} {report.version} · {report.model.name}\n\n"
-              f"Run `{report.run_id}` · judge `{_judge}` · pool {report.pool.label} · folder `{run}`"),
+        mo.md(f"# {report.suite.upper()} {report.version} · {model_title(report.model.name)}\n\n"
+              f"Run `{report.run_id}` · model `{report.model.name}` · judge `{_judge}` · pool {report.pool.label} · "
+              f"folder `{run}`"),
         mo.hstack(_stats, justify="start"),
         mo.callout(mo.md(_status), kind="success" if report.official else "warn"),
         mo.md(f"**Why {_verdict.lower()}:**\n\n{_reasons}"),
@@ -72,7 +79,7 @@ def _(report):
               "`pass_line` is the pass rule's share of each maximum and `passed` the observed verdict; "
               "`ci_exact` is the exact 95 % interval, `se_fixed` the spread over replicates with the items fixed, "
               "`ci_boot` the item bootstrap (secondary), `note` why an interval is missing.\n\n" + LEGEND),
-        report_tables.category_table(report).round(3),
+        table(report_tables.category_table(report)),
     ])
     return
 
@@ -94,7 +101,7 @@ def _(report):
                   "over the tasks, where a = (action level − 1)/5 and t = (token level − 1)/5 for a successful "
                   "task and 0 for a failed one (amendment 001 §1). Effective actions = tool calls + the task's "
                   "penalty × (redundant + rework + invalid calls); each task's scales are in its item file."),
-            _efficiency]),
+            table(_efficiency)]),
     ])
     return
 
@@ -109,14 +116,19 @@ def _(frame, report):
               f"Retries of infrastructure failures: {_retries}. Tokens: "
               + ", ".join(f"{k} {v}" for k, v in report.tokens.items()) + ". "
               + cost_summary(report.cost).replace("cost:", "Cost:") + "."),
-        mo.md("Every observation was a plain answer on its first attempt.") if _failures.empty else _failures,
+        mo.md("Every observation was a plain answer on its first attempt.") if _failures.empty else table(_failures),
     ])
     return
 
 
 @app.cell
 def _(frame, report):
+    _missing = variance.no_variance_reason(frame)
+    mo.stop(_missing is not None, mo.vstack([
+        mo.md("## Variance of the judge-graded items"),
+        mo.callout(mo.md(f"No variance section: {_missing}."), kind="neutral")]))
     _table = variance.variance_table({report.run_id: frame})
+    _reliability = ["icc1", "icc1_low", "icc1_high", "icc1k", "alpha"]
     _stability = variance.item_stability(frame)
     _flagged = _stability[_stability["flag"] != "stable"]
     _flagged_text = (", ".join(f"{r.item_id} ({r.flag})" for r in _flagged.itertuples())
@@ -126,7 +138,8 @@ def _(frame, report):
               "Components of the nested design items › answers › judge calls, and the judge's reliability "
               f"(ICC(1), ICC(1,k), Krippendorff's alpha). Items unstable across replicates (spread > 0.1): "
               f"{_flagged_text}. Explore them with `marimo edit notebooks/variance.py -- --run RUN`."),
-        _table.drop(columns=["run"]).round(4),
+        table(_table.drop(columns=["run", *_reliability]), decimals=4),  # two tables: one is too wide
+        table(_table[_reliability], decimals=4),
     ])
     return
 
@@ -135,7 +148,7 @@ def _(frame, report):
 def _(report):
     mo.vstack([
         mo.md("## Provenance"),
-        report_tables.provenance_frame(report),
+        table(report_tables.provenance_frame(report)),
         mo.md("\n".join(f"- {note}" for note in report.notes) or "No notes."),
     ])
     return

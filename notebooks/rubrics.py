@@ -12,6 +12,7 @@ with app.setup:
 
     from esac_kit.gi import workbench as bench
     from esac_kit.errors import EsacError
+    from esac_kit.notebook_ui import error_callout, plain_markdown, table, text_rows
     from esac_kit.suite import load_suite
 
 
@@ -57,27 +58,36 @@ def _(args):
 @app.cell
 def _(item_choice, run_choice, suite):
     item = suite.item(item_choice.value)
-    frame = None
+    frame, _note = None, ""
     if run_choice.value:
-        _all = watch.run_frame(Path(run_choice.value))
-        frame = _all[_all["item_id"] == item.id]
-        frame = frame if len(frame) else None
-    variant, _note = item.variants[0], ""
+        try:
+            _all = watch.run_frame(Path(run_choice.value))
+            frame = _all[_all["item_id"] == item.id]
+            frame = frame if len(frame) else None
+        except EsacError as _error:  # a failed start: no responses to use
+            _note = f" (the run's responses are not used: {plain_markdown(str(_error))})"
+    variant = item.variants[0]
     if frame is not None:
         try:
             variant, _note = bench.run_variant(item, frame), " (the one the run answered)"
         except EsacError as _error:  # a held-out variant from a private pack: the run's responses cannot be used
-            frame, _note = None, f" (the run's responses are not used: {_error})"
-    form = mo.ui.dictionary({
-        c.id: mo.ui.dictionary({
-            "weight": mo.ui.number(start=0.1, stop=100, step=0.1, value=c.weight, label="weight"),
-            "description": mo.ui.text_area(value=c.description, rows=3, full_width=True, label="description"),
-            "levels": mo.ui.text_area(value="\n".join(c.levels), rows=len(c.levels) + 1, full_width=True,
-                                      label="levels, lowest first, one per line"),
-        }, label=f"**{c.id}**" + (" (gate)" if c.gate else "")
-           + (f" (verified in code: {c.verified_in_code})" if c.verified_in_code else ""))
-        for c in item.rubric.criteria
-    }).form(submit_button_label="Apply the edit", show_clear_button=True, clear_button_label="Reset")
+            frame, _note = None, f" (the run's responses are not used: {plain_markdown(str(_error))})"
+    # One labelled block per criterion, its text areas tall enough for the whole text (a batch, not a JSON tree);
+    # the template holds only placeholders, so no item text is read as one.
+    _criteria = {
+        c.id: mo.md("{weight}\n\n{description}\n\n{levels}").batch(
+            weight=mo.ui.number(start=0.1, stop=100, step=0.1, value=c.weight, label="weight"),
+            description=mo.ui.text_area(value=c.description, rows=text_rows(c.description), full_width=True,
+                                        label="description"),
+            levels=mo.ui.text_area(value="\n".join(c.levels), rows=text_rows("\n".join(c.levels)),
+                                   full_width=True, label="levels, lowest first, one per line"))
+        for c in item.rubric.criteria}
+    _headings = {c.id: mo.md(f"#### {plain_markdown(c.id)}" + (" (gate)" if c.gate else "")
+                             + (f" · verified in code: `{c.verified_in_code}`" if c.verified_in_code else ""))
+                 for c in item.rubric.criteria}
+    form = mo.ui.batch(mo.vstack([mo.vstack([_headings[cid], "{" + cid + "}"]) for cid in _criteria]),
+                       _criteria).form(submit_button_label="Apply the edit", show_clear_button=True,
+                                       clear_button_label="Reset")
     mo.vstack([
         mo.md(f"## {item.id}\n\n{item.title}. Variant `{variant.id}`{_note}. Required orders: "
               + ", ".join(f"`{r}`" for r in item.required_order)),
@@ -90,14 +100,14 @@ def _(item_choice, run_choice, suite):
 def _(form, item, suite):
     try:
         rubric = bench.edited_rubric(item.rubric, form.value or {})
-        problem = None
+        _problem = None
     except EsacError as _error:
-        rubric, problem = None, str(_error)
-    mo.stop(rubric is None, mo.callout(mo.md(f"**Invalid rubric:** {problem}"), kind="danger"))
-    bump = bench.rubric_bump(suite, item.id, rubric)
+        rubric, _problem = None, _error
+    bump = None if rubric is None else bench.rubric_bump(suite, item.id, rubric)
+    mo.stop(rubric is None, error_callout("Invalid rubric", _problem))
     mo.vstack([
         mo.md("### The rubric as edited"),
-        bench.criteria_frame(rubric).round(3),
+        table(bench.criteria_frame(rubric)),
         mo.callout(mo.md(f"**Version rule (amendment 001 §9).** {bump.message()}"),
                    kind="warn" if bump.edit_change else "neutral"),
     ])
@@ -106,12 +116,13 @@ def _(form, item, suite):
 
 @app.cell
 def _(frame, item, rubric):
+    mo.stop(rubric is None, None)  # the edit is invalid: the callout above says why
     mo.stop(frame is None, mo.md("Pick a run that answered this item to rescore its recorded judge levels."))
     _moved = bench.rescore(frame, item, rubric)
     mo.vstack([
         mo.md("### The run's observations rescored from their recorded levels (no judge call)\n\n"
               "Valid for weight changes; an edited description or level text needs the judge again."),
-        _moved.round(4),
+        table(_moved, decimals=4),
     ])
     return
 
@@ -126,6 +137,8 @@ def _(judge):
 @app.cell
 def _(frame, item, judge, judge_button, rubric, suite, variant):
     mo.stop(not judge_button.value, mo.md("Press **Judge** to run the judge with the edited rubric."))
+    mo.stop(rubric is None, mo.callout(mo.md("**Nothing judged:** the edited rubric is invalid (see above); fix the "
+                                             "edit or press Reset, then Judge again."), kind="warn"))
     _responses, _recorded = {}, {}
     if frame is not None:
         for _replicate, _rows in frame.groupby("model_replicate"):
@@ -140,12 +153,13 @@ def _(frame, item, judge, judge_button, rubric, suite, variant):
         failure = None
     except EsacError as _error:
         workbench, failure = None, str(_error)
-    mo.stop(workbench is None, mo.callout(mo.md(f"**The judge failed:** {failure}"), kind="danger"))
+    mo.stop(workbench is None, error_callout("The judge failed", failure))
     mo.vstack([
         mo.md(f"### Anchors: the required order {'holds' if workbench.check.holds else '**is VIOLATED**'}"),
-        mo.hstack([workbench.anchors().round(4), workbench.relations()], justify="start"),
+        table(workbench.anchors()),
+        table(workbench.relations()),
         mo.md("### The run's responses under the edited rubric (mean of two judge calls)"),
-        workbench.responses.round(4) if len(workbench.responses) else mo.md("No run picked."),
+        table(workbench.responses) if len(workbench.responses) else mo.md("No run picked."),
     ])
     return (workbench,)
 
@@ -160,7 +174,13 @@ def _():
 @app.cell
 def _(bump, item, rubric, save_button, suite):
     mo.stop(not save_button.value, None)
-    saved = bench.save_rubric(suite, item.id, rubric)
+    mo.stop(rubric is None, mo.callout(mo.md("**Not saved:** the edited rubric is invalid (see above)."),
+                                       kind="danger"))
+    try:
+        saved, _problem = bench.save_rubric(suite, item.id, rubric), None
+    except EsacError as _error:
+        saved, _problem = None, _error
+    mo.stop(saved is None, error_callout("Not saved", _problem))
     mo.callout(mo.md(f"Saved `{saved}`. {bump.message()}"), kind="success")
     return (saved,)
 

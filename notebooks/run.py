@@ -12,9 +12,10 @@ with app.setup:
     from esac_kit import report_tables, runs, watch
     from esac_kit.charts import category_chart
     from esac_kit.errors import EsacError
+    from esac_kit.notebook_ui import error_callout, table
     from esac_kit.report import format_report
 
-    alt.data_transformers.disable_max_rows()
+    _registry = alt.data_transformers.disable_max_rows()  # assigned: its repr is no output of the notebook
 
 
 @app.cell(hide_code=True)
@@ -102,7 +103,7 @@ def live_view(plan, observations):
               f"{len(observations)} of {plan.planned} observations so far: category scores below, no total until "
               f"the run is complete"),
         category_chart(report),
-        report_tables.item_table(report),
+        table(report_tables.item_table(report)),
     ])
 
 
@@ -122,8 +123,8 @@ def _(concurrency, judge, model, model_params, only, pack, pool_choice, reports_
                 reports_dir=reports_dir, model_params=model_params.value.split() or None)
         problem = None
     except EsacError as _error:
-        plan, problem = None, str(_error)
-    mo.stop(plan is None, mo.callout(mo.md(f"**Cannot start:** {problem}"), kind="danger"))
+        plan, problem = None, _error
+    mo.stop(plan is None, error_callout("Cannot start", problem))
     return (plan,)
 
 
@@ -154,9 +155,8 @@ def _(plan, use_cache):
         report, failure = None, _error
     _notes = "\n".join(f"- {note}" for note in plan.config.notes)
     if report is None:
-        _summary = mo.callout(mo.md(f"**The run stopped** (exit code {failure.exit_code}): {failure}\n\n"
-                                    f"The folder keeps every finished observation: resume it to continue."),
-                              kind="danger")
+        _summary = mo.vstack([error_callout(f"The run stopped (exit code {failure.exit_code})", failure),
+                              mo.md("The folder keeps every finished observation: resume it to continue.")])
     else:
         _summary = mo.md(f"Done: artefacts in `{plan.folder}`\n\n{_notes}\n\n```\n{format_report(report)}\n```")
     mo.vstack([_summary, live_view(plan, handle.observations())])

@@ -11,8 +11,11 @@ with app.setup:
     import pandas as pd
 
     from esac_kit import variance, watch
+    from esac_kit.errors import EsacError
+    from esac_kit.notebook_ui import error_callout, plain_markdown, table
 
-    alt.data_transformers.disable_max_rows()
+    _registry = alt.data_transformers.disable_max_rows()  # assigned: its repr is no output of the notebook
+    RELIABILITY = ["icc1", "icc1_low", "icc1_high", "icc1k", "alpha"]  # the judge-reliability columns
 
 
 @app.cell(hide_code=True)
@@ -53,21 +56,38 @@ def _(args):
 def _(runs):
     mo.stop(not runs.value, mo.callout(mo.md("Pick at least one run folder (or pass `-- --run RUN`)."),
                                        kind="warn"))
-    frames = {watch.run_label(Path(folder)): watch.run_frame(Path(folder)) for folder in runs.value}
+    frames, _unreadable = {}, []
+    for _folder in runs.value:
+        try:
+            frames[watch.run_label(Path(_folder))] = watch.run_frame(Path(_folder))
+        except EsacError as _error:  # a failed start or a foreign folder: say so, show the other runs
+            _unreadable.append(error_callout(f"Left out {watch.run_label(Path(_folder))}", _error, kind="warn"))
+    mo.stop(not frames, mo.vstack([*_unreadable, mo.callout(mo.md(
+        "None of the chosen runs has observations to explore: pick a run that answered at least one item."),
+        kind="danger")]))
+    mo.vstack(_unreadable) if _unreadable else None
     return (frames,)
 
 
 @app.cell
 def _(frames):
+    _missing = {label: variance.no_variance_reason(frame) for label, frame in frames.items()}
+    _measured = {label: frame for label, frame in frames.items() if _missing[label] is None}
+    _notes = [mo.callout(mo.md(f"**{plain_markdown(label)}:** {reason}."), kind="neutral")
+              for label, reason in _missing.items() if reason]
+    mo.stop(not _measured, mo.vstack([mo.md("## Variance components and judge reliability"), *_notes]))
+    _table = variance.variance_table(_measured)  # shown as two tables: one is too wide to keep its columns in view
     mo.vstack([
         mo.md("## Variance components and judge reliability\n\n"
               "`var_*` are the method-of-moments components of the balanced nested ANOVA (items › answers › "
               "judge calls), truncated at 0; `share_*` their shares. `icc1` is the reliability of one judge "
               "call (with its 95 % interval), `icc1k` of the mean of the judge calls, `alpha` Krippendorff's "
               "interval alpha."),
-        variance.variance_table(frames).round(4),
+        *_notes,
+        table(_table.drop(columns=RELIABILITY), decimals=4),
+        table(_table[["run", *RELIABILITY]], decimals=4),
         mo.md("## D-study: what other designs would buy"),
-        variance.d_study_chart(variance.d_study_frame(frames)),
+        variance.d_study_chart(variance.d_study_frame(_measured)),
     ])
     return
 
@@ -77,11 +97,13 @@ def _(frames, judge_limit, model_limit):
     stability = pd.concat([variance.item_stability(frame, judge_limit.value, model_limit.value)
                            for frame in frames.values()], ignore_index=True)
     spread = mo.ui.altair_chart(variance.spread_chart(stability))
+    mo.stop(stability.empty, mo.md("## Items: spread across replicates\n\nNo judge-graded item to spread: "
+                                   "nothing to flag or drill into."))
     mo.vstack([
         mo.md("## Items: spread across replicates\n\nSelect points (click, shift-click or drag) to drill "
               "into them; with no selection, the flagged items are shown below."),
         spread,
-        stability.round(4),
+        table(stability, decimals=4),
     ])
     return spread, stability
 

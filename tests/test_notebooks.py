@@ -286,8 +286,9 @@ def test_esac_report_notebook_html_fails_with_one_line(runs, tmp_path, monkeypat
     import esac_kit.cli as cli
 
     broken = tmp_path / "report.py"
-    broken.write_text((NOTEBOOKS / "report.py").read_text().replace(
-        "    report = load_report(run)\n", "    report = load_report(run / 'missing')\n"))
+    source = (NOTEBOOKS / "report.py").read_text()
+    assert "load_report(run), watch.run_frame(run)" in source
+    broken.write_text(source.replace("load_report(run), watch.run_frame(run)", "load_report(run), 1 / 0"))
     monkeypatch.setattr(cli, "REPORT_NOTEBOOK", broken)
     assert main(["report", str(runs["flat"]), "--notebook-html"]) == 1
     error = capsys.readouterr().err.strip()
