@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import os
 import signal
 import sys
 import threading
@@ -621,6 +622,9 @@ def _dispatch(argv: list[str] | None) -> int:
     except KeyboardInterrupt as stop:
         print("esac-kit: interrupted; a run keeps its finished work: `esac-kit run --resume RUN`", file=sys.stderr)
         return 143 if isinstance(stop, Terminated) else 130
+    except BrokenPipeError:  # `esac-kit runs --json | head`: the reader left; stdout goes nowhere, quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
 
 
 if __name__ == "__main__":

@@ -269,3 +269,15 @@ def test_json_commands_print_only_json_even_with_notes(judged_runs, tmp_path, ca
     assert done.returncode == 0 and json.loads(done.stdout)["notes"] == data["notes"]
     done = esac("runs", str(reports), "--json", timeout=60)
     assert done.returncode == 0 and len(json.loads(done.stdout)) == 2
+
+
+def test_json_piped_into_a_reader_that_has_left_exits_quietly():
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before the first byte (`esac-kit items --json | head -c0`)
+    try:
+        writer = subprocess.run([sys.executable, "-m", "esac_kit", "items", "--list", "--json"], stdout=write_end,
+                                stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(write_end)
+    assert "Traceback" not in writer.stderr and "BrokenPipeError" not in writer.stderr, writer.stderr
+    assert writer.returncode == 141  # 128 + SIGPIPE, as a shell reports a writer whose reader left
