@@ -1188,7 +1188,7 @@ def _tent_cell(geo: _TentGeometry, i: int) -> str:
 def tents(rng: ItemRng, *, rows: int = 13, cols: int = 13, trees: int = 20, twist: str = "varied",
           hidden: int = 4) -> Generated:
     """A Tents grid (trees; tents paired one to one with adjacent trees, no two tents touching, a tent count for
-    each row and column) with one rule twist drawn per instance: `hidden` (up to `hidden` counts are not given) or
+    each row and column) with one rule twist drawn per instance: `hidden` (exactly `hidden` counts are not given) or
     `corners` (a tent is attached to its tree at a corner instead of a side). `trees` is the share of cells, in percent, that hold a tree; `twist` names
     one twist or "varied" (drawn). The placement is proven unique by `tent_solutions` (redrawn until it is)."""
     kind = rng.choice(_TENT_TWISTS) if twist == "varied" else twist
@@ -1206,10 +1206,11 @@ def tents(rng: ItemRng, *, rows: int = 13, cols: int = 13, trees: int = 20, twis
     while True:
         planted, placed = _tent_layout(rng, geo, target)
         clues: list[int | None] = [bin(placed & line).count("1") for line in geo.lines]
-        if unique(planted, placed, clues):
+        if not unique(planted, placed, clues):
+            continue
+        if kind != "hidden":
             break
-    if kind == "hidden":  # take counts away one by one (in a random order) while the placement stays unique
-        lines = list(range(len(clues)))
+        lines = list(range(len(clues)))  # take counts away one by one, in a random order, while it stays unique
         rng.shuffle(lines)
         for line in lines:
             if sum(k is None for k in clues) == hidden:
@@ -1217,6 +1218,8 @@ def tents(rng: ItemRng, *, rows: int = 13, cols: int = 13, trees: int = 20, twis
             trial = clues[:line] + [None] + clues[line + 1:]
             if unique(planted, placed, trial):
                 clues = trial
+        if sum(k is None for k in clues) == hidden:  # exactly `hidden` counts missing, else a new grid
+            break
     found, stats = tent_solutions(geo, planted, clues)
     assert found == [placed]
     answer = [_tent_cell(geo, i) for i in range(geo.size) if placed >> i & 1]
