@@ -9,15 +9,14 @@ and what "passing" a guest means, the changeover of the schedule, what a stateme
 and is at most ~2,200 tokens; the declared bands cap the search a mechanical solver needs (at most 3,000 refuted
 branches for a 7 x 7 zebra grid whose propagation does most of the work, under 10,000 rejected partial
 assignments for the enumerable items, at most 2,000 bounded states for the schedule, at most 600 guesses for the
-tents grid), and each item yields to an
-idea that cuts that search far below the mechanical figure — propagation of the strong clues first in the zebra
-grid, reading a speaker's statements as one pattern (all true, all false, or alternating) and resolving the
+tents grid), and each item yields to an idea that cuts that search far below the mechanical figure —
+propagation of the strong clues first in the zebra grid, reading a speaker's statements as one pattern (all true, all false, or alternating) and resolving the
 statements about statements as short chains back to statements about kinds for the islanders, fixing the few
 oriented clues before the symmetric ones and the colour counts arc by arc at the round table, a bounded search
 with dominance (same jobs done, same clock, same last type: keep the cheaper) for the schedule, and for the
 tents grid (at most 40 trees) the forced tents first (a tree with one free cell, a line whose count its trees can
-only just meet, the cells a tent blocks), then short case splits on a tree with two cells left. `test_fairness_bounds_hold` checks
-the bounds this argument rests on."""
+only just meet, the cells a tent blocks), then short case splits on a tree with two cells left.
+`test_fairness_bounds_hold` and `test_tents_fairness_bound` check the bounds this argument rests on."""
 
 import math
 import re
@@ -774,8 +773,8 @@ def test_tents_solver_sees_a_broken_rule():
     g = instances("logic-tents")[0]
     p = parse_tents(g.prompt)
     row = next(r for r, k in enumerate(p["row_counts"]) if k is not None)
-    assert tent_cells(g) not in tents_placements({**p, "row_counts": p["row_counts"][:row] + [p["row_counts"][row]
-                                                                                               + 1] + p["row_counts"][row + 1:]})
+    raised = p["row_counts"][:row] + [p["row_counts"][row] + 1] + p["row_counts"][row + 1:]
+    assert tent_cells(g) not in tents_placements({**p, "row_counts": raised})
     assert tent_cells(g) not in tents_placements({**p, "corners": not p["corners"]})
 
 

@@ -1041,7 +1041,7 @@ class _TentGeometry:
         for r in range(rows):
             for c in range(cols):
                 self.attach.append([(r + dr) * cols + c + dc for dr, dc in steps
-                                  if 0 <= r + dr < rows and 0 <= c + dc < cols])
+                                    if 0 <= r + dr < rows and 0 <= c + dc < cols])
                 near = 0
                 for dr in (-1, 0, 1):
                     for dc in (-1, 0, 1):
@@ -1060,7 +1060,7 @@ def _tent_options(geo: _TentGeometry, trees: list[int]) -> list[list[tuple]]:
              for j in geo.attach[t] if not tree_mask >> j & 1] for t in trees]
 
 
-def tent_solutions(geo: _TentGeometry, trees: list[int], clues: list[int | None],
+def _tent_solutions(geo: _TentGeometry, trees: list[int], clues: list[int | None],
                    limit: int = 2, node_cap: int = 200000) -> tuple[list[int], dict[str, int]]:
     """Up to `limit` distinct tent placements (masks) meeting the rules, by a complete search over which cell
     each tree's own tent takes (two pairings of one placement count once).
@@ -1188,9 +1188,10 @@ def _tent_cell(geo: _TentGeometry, i: int) -> str:
 def tents(rng: ItemRng, *, rows: int = 13, cols: int = 13, trees: int = 20, twist: str = "varied",
           hidden: int = 4) -> Generated:
     """A Tents grid (trees; tents paired one to one with adjacent trees, no two tents touching, a tent count for
-    each row and column) with one rule twist drawn per instance: `hidden` (exactly `hidden` counts are not given) or
-    `corners` (a tent is attached to its tree at a corner instead of a side). `trees` is the share of cells, in percent, that hold a tree; `twist` names
-    one twist or "varied" (drawn). The placement is proven unique by `tent_solutions` (redrawn until it is)."""
+    each row and column) with one rule twist drawn per instance: `hidden` (exactly `hidden` counts are not given)
+    or `corners` (a tent is attached to its tree at a corner instead of a side). `trees` is the share of cells, in
+    percent, that hold a tree; `twist` names one twist or "varied" (drawn). The placement is proven unique by
+    `_tent_solutions` (the grid is redrawn until it is)."""
     kind = rng.choice(_TENT_TWISTS) if twist == "varied" else twist
     if kind not in _TENT_TWISTS:
         raise ValueError(f"unknown tents twist '{kind}': one of {', '.join(_TENT_TWISTS)} or varied")
@@ -1199,7 +1200,7 @@ def tents(rng: ItemRng, *, rows: int = 13, cols: int = 13, trees: int = 20, twis
 
     def unique(planted: list[int], placed: int, clues: list[int | None]) -> bool:
         try:
-            return tent_solutions(geo, planted, clues, node_cap=_TENT_NODE_CAP)[0] == [placed]
+            return _tent_solutions(geo, planted, clues, node_cap=_TENT_NODE_CAP)[0] == [placed]
         except _SearchCapped:
             return False
 
@@ -1220,7 +1221,7 @@ def tents(rng: ItemRng, *, rows: int = 13, cols: int = 13, trees: int = 20, twis
                 clues = trial
         if sum(k is None for k in clues) == hidden:  # exactly `hidden` counts missing, else a new grid
             break
-    found, stats = tent_solutions(geo, planted, clues)
+    found, stats = _tent_solutions(geo, planted, clues)
     assert found == [placed]
     answer = [_tent_cell(geo, i) for i in range(geo.size) if placed >> i & 1]
     key = ", ".join(answer)
@@ -1258,8 +1259,8 @@ def _tent_prompt(geo: _TentGeometry, planted: list[int], clues: list[int | None]
         "Each tent stands in an empty cell (never on a tree), and a cell holds at most one tent.",
         f"Tents and trees are paired off one to one: every tree has exactly one tent of its own and every tent "
         f"belongs to exactly one tree, so there are exactly as many tents as trees ({n}). A tent must be "
-        f"{_TENT_ATTACH[kind == 'corners']}. A tent may also be next to trees other than its own; what matters "
-        "is that such a pairing exists.",
+        f"{_TENT_ATTACH[kind == 'corners']}. A tent may also touch trees other than its own (at a side or a "
+        "corner); what matters is that such a pairing exists.",
         _TENT_TOUCH,
         "The number of tents in each row and in each column equals the count given for it (at the right end of "
         "the row, below the column)."
