@@ -3,20 +3,20 @@ difficulty band, the drivers turn the measured difficulty, and the uniqueness cl
 reading only the prompt text find exactly one solution, it is the key, and (where the generator promises it)
 every clue is needed.
 
-Test of fairness (why an expert, or a model with ~40k tokens of careful thinking, can solve every instance):
-each prompt states every rule it uses (the tents grid's per-instance twist, the round table's colours
-and what "passing" a guest means, the changeover of the schedule, what a statement about a statement refers to)
-and is at most ~2,200 tokens; the declared bands cap the search a mechanical solver needs (at most 3,000 refuted
-branches for a 7 x 7 zebra grid whose propagation does most of the work, under 10,000 rejected partial
-assignments for the enumerable items, at most 2,000 bounded states for the schedule, at most 600 guesses for the
-tents grid), and each item yields to an idea that cuts that search far below the mechanical figure —
-propagation of the strong clues first in the zebra grid, reading a speaker's statements as one pattern (all true, all false, or alternating) and resolving the
+Test of fairness (why an expert, or a model with ~40k tokens of careful thinking, can solve every instance): each
+prompt states every rule it uses (the tents grid's per-instance twist, the round table's colours and what "passing"
+a guest means, the changeover of the schedule, what a statement about a statement refers to) and is at most ~2,200
+tokens; the declared bands cap the search a mechanical solver needs (at most 3,000 refuted branches for a 7 x 7
+zebra grid whose propagation does most of the work, under 10,000 rejected partial assignments for the enumerable
+items, at most 2,000 bounded states for the schedule, at most 600 guesses for the tents grid), and each item yields
+to an idea that cuts that search far below the mechanical figure — propagation of the strong clues first in the
+zebra grid, reading a speaker's statements as one pattern (all true, all false, or alternating) and resolving the
 statements about statements as short chains back to statements about kinds for the islanders, fixing the few
-oriented clues before the symmetric ones and the colour counts arc by arc at the round table, a bounded search
-with dominance (same jobs done, same clock, same last type: keep the cheaper) for the schedule, and for the
-tents grid (at most 40 trees) the forced tents first (a tree with one free cell, a line whose count its trees can
-only just meet, the cells a tent blocks), then short case splits on a tree with two cells left.
-`test_fairness_bounds_hold` and `test_tents_fairness_bound` check the bounds this argument rests on."""
+oriented clues before the symmetric ones and the colour counts arc by arc at the round table, a bounded search with
+dominance (same jobs done, same clock, same last type: keep the cheaper) for the schedule, and for the tents grid
+(at most 40 trees) the forced tents first (a tree with one free cell, a line whose count its trees can only just
+meet, the cells a tent blocks), then short case splits on a tree with two cells left. `test_fairness_bounds_hold`
+and `test_tents_fairness_bound` check the bounds this argument rests on."""
 
 import math
 import re
