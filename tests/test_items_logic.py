@@ -3,19 +3,20 @@ difficulty band, the drivers turn the measured difficulty, and the uniqueness cl
 reading only the prompt text find exactly one solution, it is the key, and (where the generator promises it)
 every clue is needed.
 
-Test of fairness (why an expert, or a model with ~40k tokens of careful thinking, can solve every instance):
-each prompt states every rule it uses (the code breaker's per-instance scoring rule, the round table's colours
-and what "passing" a guest means, the changeover of the schedule, what a statement about a statement refers to)
-and is at most ~2,200 tokens; the declared bands cap the search a mechanical solver needs (at most 3,000 refuted
-branches for a 7 x 7 zebra grid whose propagation does most of the work, under 10,000 rejected partial
-assignments for the enumerable items, at most 2,000 bounded states for the schedule), and each item yields to an
-idea that cuts that search far below the mechanical figure — propagation of the strong clues first in the zebra
-grid, reading a speaker's statements as one pattern (all true, all false, or alternating) and resolving the
+Test of fairness (why an expert, or a model with ~40k tokens of careful thinking, can solve every instance): each
+prompt states every rule it uses (the tents grid's per-instance twist, the round table's colours and what "passing"
+a guest means, the changeover of the schedule, what a statement about a statement refers to) and is at most ~2,200
+tokens; the declared bands cap the search a mechanical solver needs (at most 3,000 refuted branches for a 7 x 7
+zebra grid whose propagation does most of the work, under 10,000 rejected partial assignments for the enumerable
+items, at most 2,000 bounded states for the schedule, at most 600 guesses for the tents grid), and each item yields
+to an idea that cuts that search far below the mechanical figure — propagation of the strong clues first in the
+zebra grid, reading a speaker's statements as one pattern (all true, all false, or alternating) and resolving the
 statements about statements as short chains back to statements about kinds for the islanders, fixing the few
-oriented clues before the symmetric ones and the colour counts arc by arc at the round table, a bounded search
-with dominance (same jobs done, same clock, same last type: keep the cheaper) for the schedule, and
-position-by-position elimination from the low-scoring guesses for the code. `test_fairness_bounds_hold` checks
-the bounds this argument rests on."""
+oriented clues before the symmetric ones and the colour counts arc by arc at the round table, a bounded search with
+dominance (same jobs done, same clock, same last type: keep the cheaper) for the schedule, and for the tents grid
+(at most 40 trees) the forced tents first (a tree with one free cell, a line whose count its trees can only just
+meet, the cells a tent blocks), then short case splits on a tree with two cells left. `test_fairness_bounds_hold`
+and `test_tents_fairness_bound` check the bounds this argument rests on."""
 
 import math
 import re
@@ -36,7 +37,7 @@ from esac_kit.pools import custom_pool
 from esac_kit.rng import ItemRng, derive_item_key
 from esac_kit.suite import load_suite
 
-ITEMS = ["logic-zebra", "logic-knights-knaves", "logic-round-table", "logic-task-schedule", "logic-code-breaker"]
+ITEMS = ["logic-zebra", "logic-knights-knaves", "logic-round-table", "logic-task-schedule", "logic-tents"]
 SEEDS = 20
 
 
@@ -63,7 +64,7 @@ def entries(instance) -> list[str]:
 @pytest.mark.parametrize("item_id", ITEMS)
 def test_reference_scores_one_and_empty_or_garbled_score_zero(item_id):
     for g in instances(item_id):
-        assert g.key.answer_type == "list"
+        assert g.key.answer_type == ("set" if item_id == "logic-tents" else "list")  # tents: any order
         assert score_response(g.key, g.reference).score == 1.0
         assert final_answer(g.reference) == g.key.answer
         assert score_response(g.key, "").score == 0.0
@@ -77,8 +78,9 @@ def test_plausible_wrong_answers_score_zero(item_id):
     for g in instances(item_id):
         names = entries(g)
         wrong = [names[:-1]]  # the last entry missing
-        wrong += [names[:i] + [names[i + 1], names[i]] + names[i + 2:]  # two different neighbours swapped
-                  for i in range(len(names) - 1) if names[i] != names[i + 1]][:2]
+        if g.key.answer_type == "list":  # an order that matters: two different neighbours swapped
+            wrong += [names[:i] + [names[i + 1], names[i]] + names[i + 2:]
+                      for i in range(len(names) - 1) if names[i] != names[i + 1]][:2]
         if item_id == "logic-task-schedule":  # the right order with a cost off by one
             wrong.append([str(int(names[0]) + 1)] + names[1:])
         for answer in wrong:
@@ -105,7 +107,7 @@ def test_no_answer_dominates(item_id):
 @pytest.mark.parametrize("item_id", ITEMS)
 def test_every_instance_lies_in_the_declared_band(item_id):
     spec = suite().item(item_id).difficulty
-    assert spec is not None and spec.measure in ("conflicts", "rejected", "nodes")
+    assert spec is not None and spec.measure in ("conflicts", "rejected", "nodes", "guesses")
     low, high = spec.band
     values = [g.difficulty[spec.measure] for g in instances(item_id)]
     assert all(low <= v <= high for v in values), values
@@ -118,7 +120,7 @@ DRIVERS = {
     "logic-knights-knaves": ("islanders", 9),
     "logic-round-table": ("guests", 8),
     "logic-task-schedule": ("jobs", 8),
-    "logic-code-breaker": ("positions", 5),
+    "logic-tents": ("rows", 9),
 }
 
 
@@ -140,7 +142,7 @@ def test_raising_the_main_driver_raises_the_measured_difficulty(item_id):
 def test_fairness_bounds_hold():
     """The figures the fairness argument in this module's docstring rests on."""
     bounds = {"logic-zebra": ("clues", 64), "logic-knights-knaves": ("statements", 28),
-              "logic-round-table": ("clues", 24), "logic-code-breaker": ("guesses", 14),
+              "logic-round-table": ("clues", 24), "logic-tents": ("trees", 40),
               "logic-task-schedule": ("nodes", 2000)}
     for item_id in ITEMS:
         spec = suite().item(item_id).difficulty
@@ -486,59 +488,6 @@ def test_schedule_changeovers_change_the_optimum():
     assert changed >= SEEDS * 3 // 4
 
 
-# ---- code breaking
-
-@cache
-def all_codes(positions: int, digits: int) -> list[np.ndarray]:
-    """Every code, one array per position (itertools.product order)."""
-    codes = np.array(list(product(range(digits), repeat=positions - 2)), dtype=np.int8)
-    return [np.repeat(codes[:, i], digits * digits) for i in range(positions - 2)] + \
-        [np.tile(np.repeat(np.arange(digits, dtype=np.int8), digits), len(codes)),
-         np.tile(np.arange(digits, dtype=np.int8), digits * len(codes))]
-
-
-# The scoring rules as the prompt words them: a phrase that names the rule, and per position (guess digit g,
-# secret digit s) the two counts it adds.
-CODE_RULES = [
-    ("stand round a dial", lambda g, s: ((g == s), ((g - s) % 10 == 1) | ((s - g) % 10 == 1))),
-    ("high when the guess's digit there is greater", lambda g, s: ((g == s), (g > s))),
-    ("parity miss", lambda g, s: ((g == s), (g != s) & (g % 2 == s % 2))),
-    ("close when the guess's digit there differs from the secret's digit there by 1 or 2",
-     lambda g, s: ((g == s), (abs(g.astype(int) - s) == 1) | (abs(g.astype(int) - s) == 2))),
-    ("earns 2 points", lambda g, s: (2 * (g == s) + (abs(g.astype(int) - s) == 1), np.zeros_like(g))),
-    ("near miss", lambda g, s: ((g == s), (abs(g.astype(int) - s) == 1))),
-]
-
-
-def test_code_breaker_has_exactly_one_code_and_no_spare_guess():
-    rules_seen = set()
-    for g in instances("logic-code-breaker"):
-        positions = int(re.search(r"positions 1 to (\d+), left to right", g.prompt)[1])
-        top = int(re.search(r"each from 0 to (\d+);", g.prompt)[1])
-        assert top == 9  # the rules below are written for the digits 0 to 9
-        phrase, rule = next((phrase, rule) for phrase, rule in CODE_RULES if phrase in g.prompt)
-        rules_seen.add(phrase)
-        codes = all_codes(positions, top + 1)
-        masks = []
-        for guess, score in re.findall(r"^\d+\. ([\d ]+?)  ->  (.*)$", g.prompt, re.M):
-            digits = [int(d) for d in guess.split()]
-            assert len(digits) == positions
-            if m := re.fullmatch(r"(\d+) points?", score):
-                wanted = (int(m[1]), 0)
-            else:
-                m = re.fullmatch(r"(\d+) hits?, (\d+) (near|high|parity|close)", score)
-                wanted = (int(m[1]), int(m[2]))
-            counts = [rule(np.full_like(column, d), column) for column, d in zip(codes, digits)]  # (guess, secret)
-            first = sum(np.asarray(c[0], dtype=np.int16) for c in counts)
-            second = sum(np.asarray(c[1], dtype=np.int16) for c in counts)
-            masks.append((first == wanted[0]) & (second == wanted[1]))
-        assert len(masks) == len(numbered_lines(g.prompt)) >= 2
-        secret = [int(d) for d in entries(g)]
-        expected = int(np.flatnonzero(np.all([column == d for column, d in zip(codes, secret)], axis=0))[0])
-        assert_unique_and_irreducible(masks, expected)
-    assert len(rules_seen) >= 3  # the rule really changes from instance to instance
-
-
 # ---- zebra
 
 ZEBRA_REFERENCES = [(r"the resident of the (\w+) house", "House colours"), (r"the (\w+) owner", "Pets"),
@@ -686,3 +635,174 @@ def test_zebra_has_exactly_one_grid_and_no_spare_clue(irreducible_checks):
         if s < irreducible_checks:
             for i in range(len(clues)):
                 assert len(zebra_grids(headings, n, clues[:i] + clues[i + 1:])) == 2, f"clue {i + 1} is spare"
+
+
+# ---------------------------------------------------------------- tents (logic-tents)
+# An independent solver that reads only the prompt: row by row, every set of tents a row can hold (cells next to
+# a tree by the prompt's attachment rule, no two side by side, as many as the row's count), checked against the
+# row above, the column counts so far, the trees whose every cell is decided, and at the end a perfect matching
+# of trees to tents. It never imports the generator's solver.
+
+def parse_tents(prompt: str) -> dict:
+    rows, cols = map(int, re.search(r"a grid of (\d+) rows and (\d+) columns", prompt).groups())
+    corners = "diagonally adjacent to its own tree" in prompt
+    assert corners != ("orthogonally adjacent to its own tree" in prompt)
+    grid, row_counts = [], []
+    for number, cells, count in re.findall(r"^ *(\d+) ((?:  [T.])+)   \| (\d+|\?)$", prompt, flags=re.M):
+        assert int(number) == len(grid) + 1
+        grid.append(cells.split())
+        row_counts.append(None if count == "?" else int(count))
+    col_counts = [None if k == "?" else int(k) for k in
+                  re.search(r"^count((?: +(?:\d+|\?))+)$", prompt, flags=re.M)[1].split()]
+    assert len(grid) == rows and all(len(line) == cols for line in grid) and len(col_counts) == cols
+    listed = re.search(r"rows 1 to \d+: ([\d?, ]+); columns 1 to \d+: ([\d?, ]+)\.", prompt)
+    assert [str(k) if k is not None else "?" for k in row_counts] == listed[1].split(", ")
+    assert [str(k) if k is not None else "?" for k in col_counts] == listed[2].split(", ")
+    trees = [(r, c) for r in range(rows) for c in range(cols) if grid[r][c] == "T"]
+    assert f"as many tents as trees ({len(trees)})" in prompt
+    return {"rows": rows, "cols": cols, "corners": corners, "trees": trees, "row_counts": row_counts,
+            "col_counts": col_counts}
+
+
+def tree_cells(p: dict, tree: tuple[int, int]) -> list[tuple[int, int]]:
+    r, c = tree
+    steps = [(-1, -1), (-1, 1), (1, -1), (1, 1)] if p["corners"] else [(-1, 0), (1, 0), (0, -1), (0, 1)]
+    return [(r + dr, c + dc) for dr, dc in steps if 0 <= r + dr < p["rows"] and 0 <= c + dc < p["cols"]
+            and (r + dr, c + dc) not in p["trees"]]
+
+
+def perfect_matching(trees: list, cells: dict, tents: set) -> bool:
+    """Kuhn's augmenting paths: can every tree get its own tent, using every tent?"""
+    if len(tents) != len(trees):
+        return False
+    owner: dict = {}
+
+    def augment(t, seen):
+        for x in cells[t]:
+            if x in tents and x not in seen:
+                seen.add(x)
+                if x not in owner or augment(owner[x], seen):
+                    owner[x] = t
+                    return True
+        return False
+
+    return all(augment(t, set()) for t in trees)
+
+
+def tents_placements(p: dict, limit: int = 2) -> list[frozenset]:
+    rows, cols, trees = p["rows"], p["cols"], p["trees"]
+    cells = {t: tree_cells(p, t) for t in trees}
+    candidates = [sorted({c for t in trees for (r, c) in cells[t] if r == row}) for row in range(rows)]
+    closes = {row: [t for t in trees if max(r for r, _ in cells[t] + [t]) == row] for row in range(rows)}
+
+    def row_options(row):
+        count = p["row_counts"][row]
+        out = []
+
+        def grow(i, chosen):
+            if count is not None and len(chosen) > count:
+                return
+            if i == len(candidates[row]):
+                if count is None or len(chosen) == count:
+                    out.append(tuple(chosen))
+                return
+            grow(i + 1, chosen)
+            c = candidates[row][i]
+            if not chosen or chosen[-1] < c - 1:  # no two tents side by side
+                grow(i + 1, chosen + [c])
+        grow(0, [])
+        return out
+
+    options = [row_options(row) for row in range(rows)]
+    found: list[frozenset] = []
+    col_count = [0] * cols
+
+    def search(row, previous, placed):
+        if len(found) >= limit:
+            return
+        if row == rows:
+            tents = frozenset(placed)
+            if all(k is None or col_count[c] == k for c, k in enumerate(p["col_counts"])) and \
+                    perfect_matching(trees, cells, tents) and tents not in found:
+                found.append(tents)
+            return
+        for option in options[row]:
+            if any(abs(c - d) <= 1 for c in option for d in previous):  # touching the row above
+                continue
+            for c in option:
+                col_count[c] += 1
+            left = rows - row - 1
+            ok = all(k is None or k - left // 2 - (0 if c in option else left % 2) <= col_count[c] <= k
+                     for c, k in enumerate(p["col_counts"]))
+            now = placed + [(row, c) for c in option]
+            ok = ok and len(now) <= len(trees)
+            if ok and row >= 1:  # a tree whose cells are all decided needs a tent among them
+                done = set(now)
+                ok = all(any(x in done for x in cells[t]) for t in closes[row - 1] + (closes[row] if
+                                                                                      row == rows - 1 else []))
+            if ok:
+                search(row + 1, option, now)
+            for c in option:
+                col_count[c] -= 1
+
+    search(0, (), [])
+    return found
+
+
+def tent_cells(g) -> frozenset:
+    return frozenset((int(m[1]) - 1, int(m[2]) - 1) for m in (re.fullmatch(r"r(\d+)c(\d+)", e) for e in entries(g)))
+
+
+def test_tents_has_exactly_one_placement_and_it_is_the_key():
+    twists = Counter()
+    for g in instances("logic-tents"):
+        p = parse_tents(g.prompt)
+        placements = tents_placements(p)
+        assert placements == [tent_cells(g)], "the prompt's rules allow another placement, or not the key's"
+        assert entries(g) == sorted(entries(g), key=lambda e: tuple(map(int, re.findall(r"\d+", e))))  # row-major
+        hidden = sum(k is None for k in p["row_counts"] + p["col_counts"])
+        twists["corners" if p["corners"] else "hidden"] += 1
+        assert hidden == (0 if p["corners"] else 4) and g.difficulty["hidden_counts"] == hidden
+        assert len(p["trees"]) == g.difficulty["trees"] and p["rows"] == p["cols"] == 13
+    assert min(twists.values()) >= SEEDS // 5 and len(twists) == 2  # the twist really is drawn per instance
+
+
+def test_tents_solver_sees_a_broken_rule():
+    """The independent solver can fail: a wrong count, or the other attachment rule, leaves no placement or a
+    different one."""
+    g = instances("logic-tents")[0]
+    p = parse_tents(g.prompt)
+    row = next(r for r, k in enumerate(p["row_counts"]) if k is not None)
+    raised = p["row_counts"][:row] + [p["row_counts"][row] + 1] + p["row_counts"][row + 1:]
+    assert tent_cells(g) not in tents_placements({**p, "row_counts": raised})
+    assert tent_cells(g) not in tents_placements({**p, "corners": not p["corners"]})
+
+
+def test_tents_wrong_placements_score_zero():
+    for g in instances("logic-tents")[:5]:
+        cells = entries(g)
+        moved = cells[:-1] + [cells[-1].replace("c", "c1", 1) if "c1" not in cells[-1] else cells[-1] + "0"]
+        for answer in (cells[1:], moved, cells + ["r1c1" if "r1c1" not in cells else "r1c2"]):
+            assert score_response(g.key, "ANSWER: " + ", ".join(answer)).score == 0.0
+        shuffled = list(reversed(cells))  # the set is order-free: a right placement in another order still counts
+        assert score_response(g.key, "ANSWER: " + ", ".join(shuffled)).score == 1.0
+
+
+def test_tents_a_larger_grid_is_harder_for_either_twist():
+    def median_guesses(twist: str, size: int) -> float:
+        return median(logic.tents(ItemRng(derive_item_key(f"t-tents-size-{s}", "gi", "logic-tents", 2)),
+                                  rows=size, cols=size, twist=twist).difficulty["guesses"] for s in range(12))
+    for twist in ("hidden", "corners"):
+        assert median_guesses(twist, 9) < median_guesses(twist, 13)
+    # Hiding more counts makes the hidden twist harder too.
+    assert median(logic.tents(ItemRng(derive_item_key(f"t-tents-hide-{s}", "gi", "logic-tents", 2)), twist="hidden",
+                              hidden=0).difficulty["guesses"] for s in range(12)) < \
+        median(logic.tents(ItemRng(derive_item_key(f"t-tents-hide-{s}", "gi", "logic-tents", 2)), twist="hidden",
+                           hidden=6).difficulty["guesses"] for s in range(12))
+
+
+def test_tents_fairness_bound():
+    """The fairness argument: at most 40 trees on 13 x 13, at most 600 guesses of a propagating solver, and the
+    prompt well under 4,000 tokens."""
+    for g in instances("logic-tents"):
+        assert g.difficulty["trees"] <= 40 and g.difficulty["guesses"] <= 600 and len(g.prompt) / 4 <= 1000

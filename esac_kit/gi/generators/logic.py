@@ -671,122 +671,6 @@ def task_schedule(rng: ItemRng, *, jobs: int = 11, precedences: int = 6, release
         "search_space_log10": round(math.log10(math.factorial(n)), 1)}})
 
 
-# ---------------------------------------------------------------- code breaking
-
-
-@cache
-def _digit_codes(positions: int, digits: int) -> list[np.ndarray]:
-    """Every code of `positions` digits in 0..digits-1, in lexicographic order, as one int8 array per position."""
-    grid = np.indices((digits,) * positions, dtype=np.int8).reshape(positions, -1)
-    return [np.ascontiguousarray(row) for row in grid]
-
-
-# How a guess is scored: per position a pair of counts from the guess's digit g and the secret's digit s there.
-# Each rule: the second count's name (singular, plural; None for a rule with one count), the prompt's words for
-# it, and the two per-position contributions as functions of (g, s, digits).
-_CODE_RULES: dict[str, tuple] = {
-    "near": (("near", "near"), "a position is a hit when the guess has exactly the secret's digit there, and a near "
-             "miss (\"near\") when the guess's digit there is one more or one less than the secret's digit there "
-             "({top} and 0 are not one apart). Every other position scores nothing. The score gives only the number "
-             "of hits and the number of near misses",
-             lambda g, s, d: g == s, lambda g, s, d: abs(g - s) == 1),
-    "ring": (("near", "near"), "the digits 0 to {top} stand round a dial, so {top} and 0 are neighbours. A position is "
-             "a hit when the guess has exactly the secret's digit there, and a near miss (\"near\") when the "
-             "guess's digit there is a neighbour of the secret's digit on the dial (one more or one less, where "
-             "{top} and 0 are also one apart). Every other position scores nothing. The score gives only the number "
-             "of hits and the number of near misses",
-             lambda g, s, d: g == s, lambda g, s, d: ((g - s) % d == 1) | ((g - s) % d == d - 1)),
-    "high": (("high", "high"), "a position is a hit when the guess has exactly the secret's digit there, and high when "
-             "the guess's digit there is greater than the secret's digit there (any amount greater). Every other "
-             "position (a guess's digit below the secret's) scores nothing. The score gives only the number of hits "
-             "and the number of high positions",
-             lambda g, s, d: g == s, lambda g, s, d: g > s),
-    "parity": (("parity", "parity"), "a position is a hit when the guess has exactly the secret's digit there, and "
-               "a parity miss (\"parity\") when the guess's digit there differs from the secret's digit there but "
-               "both are even or both are odd. Every other position scores nothing. The score gives only the number "
-               "of hits and the number of parity misses",
-               lambda g, s, d: g == s, lambda g, s, d: (g != s) & ((g - s) % 2 == 0)),
-    "close": (("close", "close"), "a position is a hit when the guess has exactly the secret's digit there, and "
-              "close when the guess's digit there differs from the secret's digit there by 1 or 2 (not round a "
-              "dial: {top} and 0 differ by {top}). Every other position scores nothing. The score gives only the "
-              "number of hits and the number of close positions",
-              lambda g, s, d: g == s, lambda g, s, d: (abs(g - s) >= 1) & (abs(g - s) <= 2)),
-    "points": (None, "a position earns 2 points when the guess has exactly the secret's digit there, 1 point when the "
-               "guess's digit there is one more or one less than the secret's digit there ({top} and 0 are not one "
-               "apart), and 0 points otherwise. The score gives only the total number of points over all positions",
-               lambda g, s, d: 2 * (g == s) + (abs(g - s) == 1), lambda g, s, d: g != g),
-}
-_CODE_RULE_SETS = {"classic": ["near"], "varied": ["ring", "high", "parity", "close", "points"]}
-
-
-@cache
-def _code_tables(rule: str, digits: int) -> tuple[np.ndarray, np.ndarray]:
-    """The rule's two per-position contributions, [guess digit, secret digit]."""
-    g, s = np.indices((digits, digits))
-    _, _, first, second = _CODE_RULES[rule]
-    return np.asarray(first(g, s, digits), dtype=np.int8), np.asarray(second(g, s, digits), dtype=np.int8)
-
-
-def code_breaker(rng: ItemRng, *, positions: int = 6, digits: int = 10, rules: str = "varied") -> Generated:
-    """A secret code of digits deduced from guesses scored by a rule drawn per instance (hits plus near misses on
-    a dial, positions guessed too high, parity misses, close positions, or a single points total)."""
-    columns = _digit_codes(positions, digits)
-    total = digits ** positions
-    rule = rng.choice(_CODE_RULE_SETS[rules])
-    count_name, wording, _, _ = _CODE_RULES[rule]
-    first_table, second_table = _code_tables(rule, digits)
-    secret = [rng.randrange(digits) for _ in range(positions)]
-
-    def describe(one: int, two: int) -> str:
-        if count_name is None:
-            return f"{one} {'point' if one == 1 else 'points'}"
-        return f"{one} {'hit' if one == 1 else 'hits'}, {two} {count_name[0] if two == 1 else count_name[1]}"
-
-    def draw() -> LazyClue:
-        while True:
-            guess = [rng.randrange(digits) for _ in range(positions)]
-            if guess != secret:  # a guess of the secret itself would give the answer away
-                break
-        one = int(sum(first_table[g, s] for g, s in zip(guess, secret)))
-        two = int(sum(second_table[g, s] for g, s in zip(guess, secret)))
-        text = f"{' '.join(map(str, guess))}  ->  {describe(one, two)}"
-
-        def allows(rows: np.ndarray | None) -> np.ndarray:
-            if rows is None:  # every code: per-position scores broadcast over the lexicographic grid of codes
-                h, m = np.int8(0), np.int8(0)
-                for g in guess:
-                    h = np.add.outer(h, first_table[g])
-                    m = np.add.outer(m, second_table[g])
-                return ((h == one) & (m == two)).reshape(-1)
-            h = np.zeros(len(rows), dtype=np.int8)
-            m = np.zeros(len(rows), dtype=np.int8)
-            for column, g in zip(columns, guess):
-                values = column[rows]
-                h += first_table[g][values]
-                m += second_table[g][values]
-            return (h == one) & (m == two)
-        return text, allows
-
-    clues = minimal_clues(rng, draw, total)
-    nodes, rejected = _dfs_rejections([mask for _, mask in clues], [digits] * positions)
-    word = _NUMBER_WORDS[positions]
-    top = digits - 1
-    prompt = (
-        f"A secret code is a row of {word} digits, each from 0 to {top}; digits may repeat and the code may start "
-        "with 0. Each guess below was scored against the secret, position by position, by this rule: "
-        + wording.format(top=top) + ", never which positions earned what."
-        f"\n\nScored guesses (positions 1 to {positions}, left to right):\n"
-        + "\n".join(f"{i}. {text}" for i, (text, _) in enumerate(clues, 1))
-        + "\n\nExactly one code is consistent with every score. What is the secret code?\n\n"
-        f"End your response with a final line `ANSWER: <digits>`, where <digits> are the code's {positions} "
-        f"digits from position 1 to {positions}, comma-separated (for example `ANSWER: "
-        + ", ".join(str(i % digits) for i in range(positions)) + "`).")
-    generated = _list_answer(prompt, [str(d) for d in secret])
-    return generated.model_copy(update={"difficulty": {
-        "rejected": rejected, "nodes": nodes, "guesses": len(clues),
-        "search_space_log10": round(positions * math.log10(digits), 1)}})
-
-
 # ---------------------------------------------------------------- zebra grid
 
 # Each category: (what the answer asks for, heading, value pool, how a clue names the holder of a value).
@@ -1136,3 +1020,263 @@ def _zebra_text(clue: tuple, refer: Callable[[int], str], n: int) -> str:
             "opposite": f"Of the house numbers of {A} and {B}, one is odd and the other even.",
         }[relation]
     return text[0].upper() + text[1:]
+
+
+# ---------------------------------------------------------------- tents (logic-tents)
+# A Tents grid with one rule twist drawn per instance. Cells are numbered i = r * cols + c and sets of cells are
+# int bitmasks; a "line" is a row (0 .. rows-1) or a column (rows .. rows+cols-1).
+
+_TENT_TWISTS = ("hidden", "corners")
+
+
+class _TentGeometry:
+    """Neighbourhoods and line masks of a rows x cols grid: the cells where a tree's own tent may stand (the four
+    sharing a side with it, or with `corners` the four sharing only a corner) and the cells a tent touches (the
+    eight around it, and itself)."""
+
+    def __init__(self, rows: int, cols: int, corners: bool):
+        self.rows, self.cols, self.size = rows, cols, rows * cols
+        self.attach, self.touch, self.line_of = [], [], []  # attach: the cells a tree's own tent may take
+        steps = ((-1, -1), (-1, 1), (1, -1), (1, 1)) if corners else ((-1, 0), (0, -1), (0, 1), (1, 0))
+        for r in range(rows):
+            for c in range(cols):
+                self.attach.append([(r + dr) * cols + c + dc for dr, dc in steps
+                                    if 0 <= r + dr < rows and 0 <= c + dc < cols])
+                near = 0
+                for dr in (-1, 0, 1):
+                    for dc in (-1, 0, 1):
+                        if 0 <= r + dr < rows and 0 <= c + dc < cols:
+                            near |= 1 << ((r + dr) * cols + c + dc)
+                self.touch.append(near)  # the cell itself included
+                self.line_of.append((r, rows + c))
+        self.lines = [sum(1 << (r * cols + c) for c in range(cols)) for r in range(rows)] + \
+                     [sum(1 << (r * cols + c) for r in range(rows)) for c in range(cols)]
+
+
+def _tent_options(geo: _TentGeometry, trees: list[int]) -> list[list[tuple]]:
+    """Per tree, every cell its own tent may take: (tent mask, cells it blocks, [(line, 1)] for its row and column)."""
+    tree_mask = sum(1 << t for t in trees)
+    return [[(1 << j, geo.touch[j], [(line, 1) for line in geo.line_of[j]])
+             for j in geo.attach[t] if not tree_mask >> j & 1] for t in trees]
+
+
+def _tent_solutions(geo: _TentGeometry, trees: list[int], clues: list[int | None],
+                   limit: int = 2, node_cap: int = 200000) -> tuple[list[int], dict[str, int]]:
+    """Up to `limit` distinct tent placements (masks) meeting the rules, by a complete search over which cell
+    each tree's own tent takes (two pairings of one placement count once).
+
+    Propagation: an option is dead when a cell of it is blocked (a tree, a tent, a cell touching a tent, a cell of
+    a full line); a tree with one live option takes it; a line needing k more tents fails when its unassigned trees
+    can give fewer than k, and when they can give exactly k each of them must give it its most. Search branches on
+    the tree with the fewest live options. Returns the placements and the counts of the search: `guesses` (branch
+    points), `nodes` (propagations) and `dead_ends` (propagations that failed)."""
+    options = _tent_options(geo, trees)
+    clued = [line for line, k in enumerate(clues) if k is not None]
+    blocked = sum(1 << t for t in trees)
+    for line in clued:
+        if clues[line] == 0:
+            blocked |= geo.lines[line]
+    found: list[int] = []
+    stats = {"guesses": 0, "nodes": 0, "dead_ends": 0}
+
+    def propagate(blocked: int, tents: int, count: list[int], dom: list) -> tuple[int, int] | None:
+        while True:
+            changed = False
+            for t, d in enumerate(dom):
+                if d is None:
+                    continue
+                live = [o for o in d if not o[0] & blocked]
+                if not live:
+                    return None
+                if len(live) == 1:
+                    mask, block, lines = live[0]
+                    tents |= mask
+                    blocked |= block
+                    for line, k in lines:
+                        count[line] += k
+                        clue = clues[line]
+                        if clue is not None:
+                            if count[line] > clue:
+                                return None
+                            if count[line] == clue:
+                                blocked |= geo.lines[line]
+                    dom[t] = None
+                    changed = True
+                elif len(live) < len(d):
+                    dom[t] = live
+            if changed:
+                continue
+            supply = [0] * len(clues)
+            most = []
+            for d in dom:
+                best: dict[int, int] = {}
+                if d is not None:
+                    for _, _, lines in d:
+                        for line, k in lines:
+                            if best.get(line, 0) < k:
+                                best[line] = k
+                    for line, k in best.items():
+                        supply[line] += k
+                most.append(best)
+            for line in clued:
+                need = clues[line] - count[line]
+                if supply[line] < need:
+                    return None
+                if need and supply[line] == need:
+                    for t, d in enumerate(dom):
+                        if d is not None and line in most[t]:
+                            keep = [o for o in d if dict(o[2]).get(line, 0) == most[t][line]]
+                            if len(keep) < len(d):
+                                dom[t] = keep
+                                changed = True
+            if not changed:
+                return blocked, tents
+
+    def search(blocked: int, tents: int, count: list[int], dom: list) -> None:
+        stats["nodes"] += 1
+        if stats["nodes"] > node_cap:
+            raise _SearchCapped
+        state = propagate(blocked, tents, count, dom)
+        if state is None:
+            stats["dead_ends"] += 1
+            return
+        blocked, tents = state
+        open_trees = [t for t, d in enumerate(dom) if d is not None]
+        if not open_trees:
+            if tents not in found:
+                found.append(tents)
+            return
+        t = min(open_trees, key=lambda t: len(dom[t]))
+        stats["guesses"] += 1
+        for option in dom[t]:
+            if len(found) >= limit:
+                return
+            child = list(dom)
+            child[t] = [option]
+            search(blocked, tents, list(count), child)
+
+    search(blocked, 0, [0] * len(clues), [list(o) for o in options])
+    return found, stats
+
+
+def _tent_layout(rng: ItemRng, geo: _TentGeometry, target: int) -> tuple[list[int], int]:
+    """Trees (up to `target`) with their own tents, drawn cell by cell in a random order: a cell becomes a tree
+    when some cell its tent may take is still free (no tree or tent there, no tent touching it)."""
+    cells = list(range(geo.size))
+    rng.shuffle(cells)
+    trees, tents, taken, near = [], 0, 0, 0  # taken: trees and tents; near: cells touching a tent
+    for t in cells:
+        if len(trees) == target:
+            break
+        if taken >> t & 1:
+            continue
+        free = [j for j in geo.attach[t] if not (taken | near) >> j & 1]
+        if not free:
+            continue
+        j = rng.choice(free)
+        trees.append(t)
+        taken |= 1 << t | 1 << j
+        tents |= 1 << j
+        near |= geo.touch[j]
+    return sorted(trees), tents
+
+
+def _tent_cell(geo: _TentGeometry, i: int) -> str:
+    return f"r{i // geo.cols + 1}c{i % geo.cols + 1}"
+
+
+def tents(rng: ItemRng, *, rows: int = 13, cols: int = 13, trees: int = 20, twist: str = "varied",
+          hidden: int = 4) -> Generated:
+    """A Tents grid (trees; tents paired one to one with adjacent trees, no two tents touching, a tent count for
+    each row and column) with one rule twist drawn per instance: `hidden` (exactly `hidden` counts are not given)
+    or `corners` (a tent is attached to its tree at a corner instead of a side). `trees` is the share of cells, in
+    percent, that hold a tree; `twist` names one twist or "varied" (drawn). The placement is proven unique by
+    `_tent_solutions` (the grid is redrawn until it is)."""
+    kind = rng.choice(_TENT_TWISTS) if twist == "varied" else twist
+    if kind not in _TENT_TWISTS:
+        raise ValueError(f"unknown tents twist '{kind}': one of {', '.join(_TENT_TWISTS)} or varied")
+    geo = _TentGeometry(rows, cols, corners=kind == "corners")
+    target = max(1, round(rows * cols * trees / 100))
+
+    def unique(planted: list[int], placed: int, clues: list[int | None]) -> bool:
+        try:
+            return _tent_solutions(geo, planted, clues, node_cap=_TENT_NODE_CAP)[0] == [placed]
+        except _SearchCapped:
+            return False
+
+    while True:
+        planted, placed = _tent_layout(rng, geo, target)
+        clues: list[int | None] = [bin(placed & line).count("1") for line in geo.lines]
+        if not unique(planted, placed, clues):
+            continue
+        if kind != "hidden":
+            break
+        lines = list(range(len(clues)))  # take counts away one by one, in a random order, while it stays unique
+        rng.shuffle(lines)
+        for line in lines:
+            if sum(k is None for k in clues) == hidden:
+                break
+            trial = clues[:line] + [None] + clues[line + 1:]
+            if unique(planted, placed, trial):
+                clues = trial
+        if sum(k is None for k in clues) == hidden:  # exactly `hidden` counts missing, else a new grid
+            break
+    found, stats = _tent_solutions(geo, planted, clues)
+    assert found == [placed]
+    answer = [_tent_cell(geo, i) for i in range(geo.size) if placed >> i & 1]
+    key = ", ".join(answer)
+    options = _tent_options(geo, planted)
+    return Generated(prompt=_tent_prompt(geo, planted, clues, kind), key=ExactKey(answer=key, answer_type="set"),
+                     reference=f"Working omitted.\nANSWER: {key}",
+                     difficulty={**stats, "trees": len(planted), "hidden_counts": sum(k is None for k in clues),
+                                 "search_space_log10": round(sum(math.log10(len(o)) for o in options), 1)})
+
+
+_TENT_NODE_CAP = 4000  # a uniqueness check past this many nodes abandons the draw (it bounds the time)
+
+_TENT_ATTACH = {
+    False: "orthogonally adjacent to its own tree: directly above, below, left of or right of it (the two cells "
+           "share a side)",
+    True: "diagonally adjacent to its own tree: in the cell up and to the left, up and to the right, down and to "
+          "the left, or down and to the right of it (the two cells share only a corner). Unlike the usual Tents "
+          "rule, a tent directly above, below, left of or right of a tree is not attached to that tree",
+}
+_TENT_TOUCH = ("No two tents touch, not even diagonally: two tents never stand in cells that share a side or a "
+               "corner (of the eight cells around a tent, none holds another tent).")
+
+
+def _tent_prompt(geo: _TentGeometry, planted: list[int], clues: list[int | None], kind: str) -> str:
+    rows, cols = geo.rows, geo.cols
+    tree_mask = sum(1 << t for t in planted)
+    show = ["?" if k is None else str(k) for k in clues]
+    grid = ["     " + "".join(f"{c:>3}" for c in range(1, cols + 1)) + "   | count"]
+    for r in range(rows):
+        cells = "".join("  T" if tree_mask >> (r * cols + c) & 1 else "  ." for c in range(cols))
+        grid.append(f"{r + 1:>4} " + cells + f"   | {show[r]}")
+    grid.append("count" + "".join(f"{k:>3}" for k in show[rows:]))
+    n = len(planted)
+    rules = [
+        "Each tent stands in an empty cell (never on a tree), and a cell holds at most one tent.",
+        f"Tents and trees are paired off one to one: every tree has exactly one tent of its own and every tent "
+        f"belongs to exactly one tree, so there are exactly as many tents as trees ({n}). A tent must be "
+        f"{_TENT_ATTACH[kind == 'corners']}. A tent may also touch trees other than its own (at a side or a "
+        "corner); what matters is that such a pairing exists.",
+        _TENT_TOUCH,
+        "The number of tents in each row and in each column equals the count given for it (at the right end of "
+        "the row, below the column)."
+        + (" A count shown as ? is not given: that row or column may hold any number of tents, as far as the "
+           "other rules allow." if kind == "hidden" else ""),
+    ]
+    example = _tent_cell(geo, cols + 4 if cols > 4 else 0)
+    return (
+        f"A Tents puzzle on a grid of {rows} rows and {cols} columns. Rows are numbered 1 to {rows} from top to "
+        f"bottom and columns 1 to {cols} from left to right; the cell in row R and column C is called rRcC (for "
+        f"example {example} is row {example[1:].split('c')[0]}, column {example.split('c')[1]}). "
+        "In the grid, T is a tree and . an empty cell.\n\nPlace tents in the grid so that all of these rules "
+        "hold:\n" + "\n".join(f"{i}. {rule}" for i, rule in enumerate(rules, 1))
+        + "\n\nThe grid:\n\n" + "\n".join(grid)
+        + f"\n\nThe same counts as lists: rows 1 to {rows}: {', '.join(show[:rows])}; columns 1 to {cols}: "
+        f"{', '.join(show[rows:])}.\n\nExactly one placement of tents meets every rule. Where are the tents?\n\n"
+        f"End your response with a final line `ANSWER: <cells>` that lists the cell of every tent ({n} cells) as "
+        f"rRcC, comma-separated, in row-major order: row 1 from left to right, then row 2, and so on (for "
+        f"example `ANSWER: r1c4, r1c9, r2c2, ...`).")
