@@ -4,15 +4,17 @@ reading only the prompt text find exactly one solution, it is the key, and (wher
 every clue is needed.
 
 Test of fairness (why an expert, or a model with ~40k tokens of careful thinking, can solve every instance):
-each prompt states every rule it uses (the code breaker's per-instance scoring rule, the round table's colours
-and what "passing" a guest means, the changeover of the schedule, what a statement about a statement refers to)
-and is at most ~2,200 tokens; the declared bands cap the search a mechanical solver needs (at most 3,000 refuted
-branches for a 7 x 7 zebra grid whose propagation does most of the work, under 10,000 rejected partial
-assignments for the enumerable items, at most 2,000 bounded states for the schedule), and each item yields to an
-idea that cuts that search far below the mechanical figure — propagation of the strong clues first in the zebra
-grid, reading a speaker's statements as one pattern (all true, all false, or alternating) and resolving the
-statements about statements as short chains back to statements about kinds for the islanders, fixing the few
-oriented clues before the symmetric ones and the colour counts arc by arc at the round table, a bounded search
+each prompt states every rule it uses (the code breaker's per-instance scoring rule, each variant sudoku rule with
+its convention — cages without repeats, thermometers from the bulb, arrow shafts that may repeat, dots and letters
+with no negative constraint, the whispers gap — the changeover of the schedule, what a statement about a
+statement refers to) and is at most ~2,200 tokens; the declared bands cap the search a mechanical solver needs
+(at most 3,000 refuted branches for a 7 x 7 zebra grid whose propagation does most of the work, under 10,000
+rejected partial assignments for the enumerable items, at most 120 search nodes beyond propagation for the
+variant sudoku, at most 2,000 bounded states for the schedule), and each item yields to an idea that cuts that
+search far below the mechanical figure — propagation of the strong clues first in the zebra grid, reading a
+speaker's statements as one pattern (all true, all false, or alternating) and resolving the statements about
+statements as short chains back to statements about kinds for the islanders, cage combinations and sums over
+whole rows, columns and boxes (each house holds 1 to 9 once) where the sudoku's rules meet, a bounded search
 with dominance (same jobs done, same clock, same last type: keep the cheaper) for the schedule, and
 position-by-position elimination from the low-scoring guesses for the code. `test_fairness_bounds_hold` checks
 the bounds this argument rests on."""
@@ -135,6 +137,18 @@ def test_raising_the_main_driver_raises_the_measured_difficulty(item_id):
                       .difficulty[item.difficulty.measure] for s in range(12))
 
     assert median_measure({**declared, driver: lower}) < median_measure(declared)
+
+
+def test_a_lower_node_cap_gives_easier_sudokus():
+    """The second sudoku knob: pruning stops earlier under a lower cap, so the measured search shrinks."""
+    item = suite().item("logic-variant-sudoku")
+    declared = dict(item.difficulty.drivers)
+
+    def median_nodes(cap: int) -> float:
+        return median(logic.variant_sudoku(ItemRng(derive_item_key(f"t-cap-{s}", "gi", item.id, 2)),
+                                           **{**declared, "max_nodes": cap}).difficulty["nodes"] for s in range(12))
+
+    assert median_nodes(30) < median_nodes(declared["max_nodes"])
 
 
 def test_fairness_bounds_hold():

@@ -63,6 +63,7 @@ def _list_answer(prompt: str, names: list[str]) -> Generated:
 # ---------------------------------------------------------------- variant sudoku
 
 _RULE_TYPES = ("killer", "thermo", "arrow", "kropki", "whisper", "renban", "xv")
+_PRUNE_BUDGET = 2  # pruning attempts stop once they have searched this many times max_nodes nodes
 
 
 class _Capped(Exception):
@@ -498,7 +499,7 @@ def _grow_path(rng: ItemRng, start: int, length: int, free: list[bool], steps: l
 
 def _draw_rule(rng: ItemRng, rule: str, x: int, g: list[int], n: int, board: _Board) -> tuple | None:
     """A constraint of the given rule type that touches cell x and holds in the solution g, or None."""
-    houses, peers, orth, king = _geometry(n)[:4]
+    orth, king = _geometry(n)[2:4]
     if rule == "given":
         return ("given", x, g[x])
     if rule in ("kropki", "xv"):
@@ -528,11 +529,10 @@ def _draw_rule(rng: ItemRng, rule: str, x: int, g: list[int], n: int, board: _Bo
     if not free[x]:
         return None
     if rule == "thermo":
-        path = _grow_path(rng, x, rng.randint(3, 6 if n == 9 else 5), free, king, lambda p, c, end: g[c] > g[p[-1]] if end else g[c] < g[p[0]])
+        path = _grow_path(rng, x, rng.randint(3, 6 if n == 9 else 5), free, king,  # bulb first
+                          lambda p, c, end: g[c] > g[p[-1]] if end else g[c] < g[p[0]])
         if len(path) < 3:
             return None
-        if g[path[0]] > g[path[-1]]:
-            path.reverse()
         return ("thermo", tuple(path))
     if rule == "whisper":
         gap = _whisper_gap(n)
@@ -622,8 +622,9 @@ def _variant_puzzle(rng: ItemRng, n: int, rules: list[str], givens: int, start: 
     `start` random true clues first; then, while a search finds a second solution, a clue that the second
     solution breaks (through a cell where it differs); while the search runs past max_nodes, two more random
     clues. Then clues are dropped in random order while the puzzle stays unique with a proof of at most
-    max_nodes nodes, until the nodes spent on such attempts pass 2 * max_nodes (a bounded, approximately minimal
-    pruning)."""
+    max_nodes nodes, until the nodes spent on such attempts pass _PRUNE_BUDGET * max_nodes: a bounded pruning
+    (generation time), so the set is not minimal — a fully minimal set is some 17 clues whose proof takes
+    thousands of nodes — but each attempted drop that kept the proof within max_nodes was made."""
     truth = VariantSolver(n, []).solve(limit=1, order=rng.shuffle)[0]
     board = _Board(n)
     clues: list[tuple] = []  # (rule, constraint)
@@ -667,7 +668,7 @@ def _variant_puzzle(rng: ItemRng, n: int, rules: list[str], givens: int, start: 
     keep = set(order)
     spent = 0
     for i in order:
-        if spent > 2 * max_nodes:
+        if spent > _PRUNE_BUDGET * max_nodes:
             break
         alt, used = check([clues[j] for j in sorted(keep - {i})])
         spent += used
@@ -697,6 +698,8 @@ _RULE_TEXT = {
     "renban": "Renban lines: the digits on a line are all different and form a run of consecutive digits, in any "
               "order (for example 4, 6, 5 on a line of three cells).",
 }
+_LINE_WORDS = {"thermo": "thermometers", "arrow": "arrows",
+               "whisper": "whispers lines", "renban": "renban lines"}
 _RULE_NAMES = {"killer": "Killer cages", "thermo": "Thermometers (bulb first)", "arrow": "Arrows",
                "kropki": "Kropki dots", "xv": "X and V", "whisper": "German whispers lines",
                "renban": "Renban lines", "given": "Given digits"}
@@ -740,15 +743,17 @@ def variant_sudoku(rng: ItemRng, *, size: int = 9, rule_types: int = 5, givens: 
     for r in present:
         items = sorted((clue for clue in chosen if clue[0] == r), key=first)
         sections.append(f"{_RULE_NAMES[r]}:\n" + "\n".join(f"- {_clue_text(r, k, n)}" for _, k in items))
-    lines_used = [r for r in present if r in ("thermo", "arrow", "whisper", "renban")]
-    marks_used = [r for r in present if r in ("kropki", "xv")]
+    lines_used = [_LINE_WORDS[r] for r in present if r in _LINE_WORDS]
+    marks_used = [{"kropki": "dot", "xv": "X or V"}[r] for r in present if r in ("kropki", "xv")]
     geometry = []
     if lines_used:
-        geometry.append("Consecutive cells of a line (a thermometer, an arrow's circle and shaft, a whispers or "
-                        "renban line) are neighbours, side by side or diagonally.")
+        listed = ", ".join(lines_used[:-1]) + (" and " if len(lines_used) > 1 else "") + lines_used[-1]
+        geometry.append(f"{listed[0].upper() + listed[1:]} are listed cell by cell along the line"
+                        + (" (an arrow: its circle first, then its shaft in order)" if "arrow" in present else "")
+                        + ", and consecutive cells in a list are neighbours, side by side or diagonally.")
     if marks_used:
-        geometry.append("Dots and letters stand only between two cells that share a side. Only the marks listed "
-                        "are there: two neighbouring cells without a mark may still fit one.")
+        geometry.append(f"A {' or an '.join(marks_used)} stands only between two cells that share a side, and only "
+                        "the marks listed are there: two neighbouring cells without a mark may still fit one.")
     if "killer" in present:
         geometry.append("The cells of a cage are connected through shared sides; cells outside every cage are "
                         "unconstrained by cages.")
