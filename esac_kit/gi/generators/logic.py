@@ -67,7 +67,7 @@ _PRUNE_BUDGET = 2  # pruning attempts stop once they have searched this many tim
 
 
 class _Capped(Exception):
-    """A search ran past its node budget (the draw is abandoned)."""
+    """A search ran past its node budget (too hard to settle within it)."""
 
 
 class _Found(Exception):
