@@ -4,25 +4,27 @@ reading only the prompt text find exactly one solution, it is the key, and (wher
 every clue is needed.
 
 Test of fairness (why an expert, or a model with ~40k tokens of careful thinking, can solve every instance): each
-prompt states every rule it uses (the tents grid's per-instance twist, the round table's colours and what "passing"
-a guest means, the changeover of the schedule, what a statement about a statement refers to) and is at most ~2,200
-tokens; the declared bands cap the search a mechanical solver needs (at most 3,000 refuted branches for a 7 x 7
-zebra grid whose propagation does most of the work, under 10,000 rejected partial assignments for the enumerable
-items, at most 2,000 bounded states for the schedule, at most 600 guesses for the tents grid), and each item yields
-to an idea that cuts that search far below the mechanical figure — propagation of the strong clues first in the
-zebra grid, reading a speaker's statements as one pattern (all true, all false, or alternating) and resolving the
-statements about statements as short chains back to statements about kinds for the islanders, fixing the few
-oriented clues before the symmetric ones and the colour counts arc by arc at the round table, a bounded search with
-dominance (same jobs done, same clock, same last type: keep the cheaper) for the schedule, and for the tents grid
-(at most 40 trees) the forced tents first (a tree with one free cell, a line whose count its trees can only just
-meet, the cells a tent blocks), then short case splits on a tree with two cells left. `test_fairness_bounds_hold`
-and `test_tents_fairness_bound` check the bounds this argument rests on."""
+prompt states every rule it uses (the tents grid's per-instance twist, each variant sudoku rule with its convention —
+cages without repeats, thermometers from the bulb, arrow shafts that may repeat, dots and letters with no negative
+constraint, the whispers gap — the changeover of the schedule, what a statement about a statement refers to) and is
+at most ~2,200 tokens; the declared bands cap the search a mechanical solver needs (at most 3,000 refuted branches
+for a 7 x 7 zebra grid whose propagation does most of the work, under 10,000 rejected partial assignments for the
+islanders, at most 120 search nodes beyond propagation for the variant sudoku, at most 2,000 bounded states for the
+schedule, at most 600 guesses for the tents grid), and each item yields to an idea that cuts that search far below
+the mechanical figure — propagation of the strong clues first in the zebra grid, reading a speaker's statements as
+one pattern (all true, all false, or alternating) and resolving the statements about statements as short chains
+back to statements about kinds for the islanders, cage combinations and sums over whole rows, columns and boxes
+(each house holds 1 to 9 once) where the sudoku's rules meet, a bounded search with dominance (same jobs done, same
+clock, same last type: keep the cheaper) for the schedule, and for the tents grid (at most 40 trees) the forced
+tents first (a tree with one free cell, a line whose count its trees can only just meet, the cells a tent blocks),
+then short case splits on a tree with two cells left. `test_fairness_bounds_hold` and `test_tents_fairness_bound`
+check the bounds this argument rests on."""
 
 import math
 import re
 from collections import Counter
 from functools import cache
-from itertools import permutations, product
+from itertools import combinations, permutations, product
 from statistics import median
 
 import numpy as np
@@ -37,7 +39,7 @@ from esac_kit.pools import custom_pool
 from esac_kit.rng import ItemRng, derive_item_key
 from esac_kit.suite import load_suite
 
-ITEMS = ["logic-zebra", "logic-knights-knaves", "logic-round-table", "logic-task-schedule", "logic-tents"]
+ITEMS = ["logic-zebra", "logic-knights-knaves", "logic-variant-sudoku", "logic-task-schedule", "logic-tents"]
 SEEDS = 20
 
 
@@ -118,7 +120,7 @@ def test_every_instance_lies_in_the_declared_band(item_id):
 DRIVERS = {
     "logic-zebra": ("houses", 5),
     "logic-knights-knaves": ("islanders", 9),
-    "logic-round-table": ("guests", 8),
+    "logic-variant-sudoku": ("size", 6),
     "logic-task-schedule": ("jobs", 8),
     "logic-tents": ("rows", 9),
 }
@@ -139,10 +141,22 @@ def test_raising_the_main_driver_raises_the_measured_difficulty(item_id):
     assert median_measure({**declared, driver: lower}) < median_measure(declared)
 
 
+def test_a_lower_node_cap_gives_easier_sudokus():
+    """The second sudoku knob: pruning stops earlier under a lower cap, so the measured search shrinks."""
+    item = suite().item("logic-variant-sudoku")
+    declared = dict(item.difficulty.drivers)
+
+    def median_nodes(cap: int) -> float:
+        return median(logic.variant_sudoku(ItemRng(derive_item_key(f"t-cap-{s}", "gi", item.id, 2)),
+                                           **{**declared, "max_nodes": cap}).difficulty["nodes"] for s in range(12))
+
+    assert median_nodes(30) < median_nodes(declared["max_nodes"])
+
+
 def test_fairness_bounds_hold():
     """The figures the fairness argument in this module's docstring rests on."""
     bounds = {"logic-zebra": ("clues", 64), "logic-knights-knaves": ("statements", 28),
-              "logic-round-table": ("clues", 24), "logic-tents": ("trees", 40),
+              "logic-variant-sudoku": ("nodes", 120), "logic-tents": ("trees", 40),
               "logic-task-schedule": ("nodes", 2000)}
     for item_id in ITEMS:
         spec = suite().item(item_id).difficulty
@@ -200,92 +214,6 @@ def assert_unique_and_irreducible(masks: list[np.ndarray], expected: int, irredu
     if irreducible:
         for i, mask in enumerate(masks):
             assert (~mask & (broken == 1)).any(), f"clue {i + 1} can be dropped without losing uniqueness"
-
-
-# ---- round table
-
-def cw(x, y, n):
-    return (y - x) % n
-
-
-def dist(x, y, n):
-    return np.minimum(cw(x, y, n), cw(y, x, n))
-
-
-TABLE_PATTERNS = [
-    (r"(\w+) sits immediately clockwise of (\w+)\.", lambda s, n, a, b: cw(s[b], s[a], n) == 1),
-    (r"(\w+) sits (\d+) seats clockwise of (\w+)\.", lambda s, n, a, k, b: cw(s[b], s[a], n) == int(k)),
-    (r"(\w+) and (\w+) sit next to each other\.", lambda s, n, a, b: dist(s[a], s[b], n) == 1),
-    (r"(\w+) and (\w+) do not sit next to each other\.", lambda s, n, a, b: dist(s[a], s[b], n) != 1),
-    (r"The distance between (\w+) and (\w+) is (\d+)\.", lambda s, n, a, b, k: dist(s[a], s[b], n) == int(k)),
-    (r"The distance between (\w+) and (\w+) is at least 3\.", lambda s, n, a, b: dist(s[a], s[b], n) >= 3),
-    (r"(\w+) sits closer to (\w+) than to (\w+)\.",
-     lambda s, n, a, b, c: dist(s[a], s[b], n) < dist(s[a], s[c], n)),
-    (r"Going clockwise from (\w+), you reach (\w+) before you reach (\w+)\.",
-     lambda s, n, a, b, c: cw(s[a], s[b], n) < cw(s[a], s[c], n)),
-    (r"(\w+) sits next to (\w+) or next to (\w+), but not next to both\.",
-     lambda s, n, a, b, c: (dist(s[a], s[b], n) == 1) != (dist(s[a], s[c], n) == 1)),
-    (r"(\w+) sits as many seats clockwise of (\w+) as (\w+) sits clockwise of (\w+)\.",
-     lambda s, n, a, b, c, a2: cw(s[b], s[a], n) == cw(s[a2], s[c], n)),
-    (r"The distance between (\w+) and (\w+) equals the distance between (\w+) and (\w+)\.",
-     lambda s, n, a, b, c, d: dist(s[a], s[b], n) == dist(s[c], s[d], n)),
-    (r"The distance between (\w+) and (\w+) is an even number\.", lambda s, n, a, b: dist(s[a], s[b], n) % 2 == 0),
-    (r"Going clockwise from (\w+) to (\w+), you pass exactly (\d+) guests? in (\w+)\.",
-     lambda s, n, a, b, k, c: passed(s, n, a, b, c) == int(k)),
-    (r"Going clockwise from (\w+) to (\w+), you pass more guests in (\w+) than guests in (\w+)\.",
-     lambda s, n, a, b, c, c2: passed(s, n, a, b, c) > passed(s, n, a, b, c2)),
-    (r"Exactly (\d+) of (\w+)'s two neighbours wears? (\w+)\.",
-     lambda s, n, k, a, c: sum((dist(s[a], s[g], n) == 1).astype(int) for g in s.wearing(c) if g != a) == int(k)),
-    (r"The guest immediately clockwise of (\w+) wears (\w+)\.",
-     lambda s, n, a, c: np.any([cw(s[a], s[g], n) == 1 for g in s.wearing(c) if g != a], axis=0)),
-    (r"Exactly (\d+) of the (\d+) pairs of neighbours around the table wear the same colour as each other\.",
-     lambda s, n, k, m: int(m) == n and sum((dist(s[g], s[h], n) == 1).astype(int) for g in s for h in s
-                                            if g < h and s.colour[g] == s.colour[h]) == int(k)),
-]
-
-
-class Seats(dict):
-    """Guest -> seat array, with each guest's colour."""
-
-    def __init__(self, seats, colour):
-        super().__init__(seats)
-        self.colour = colour
-
-    def wearing(self, c):
-        return [g for g in self if self.colour[g] == c]
-
-
-def passed(s, n, a, b, c):
-    """Guests in colour c strictly between a and b going clockwise from a."""
-    return sum(((0 < cw(s[a], s[g], n)) & (cw(s[a], s[g], n) < cw(s[a], s[b], n))).astype(int)
-               for g in s.wearing(c) if g not in (a, b))
-
-
-@cache
-def seatings(n: int) -> np.ndarray:
-    """Seats 1..n-1 for the n-1 guests other than the first-listed one, who sits in seat 0."""
-    return np.array(list(permutations(range(1, n))), dtype=np.int64)
-
-
-def test_round_table_has_exactly_one_seating_and_no_spare_clue():
-    for g in instances("logic-round-table"):
-        roster = re.findall(r"(\w+) \(in (\w+)\)", re.search(r"guests — (.*?) — sit around", g.prompt)[1])
-        guests, colour = [x for x, _ in roster], dict(roster)
-        n = int(re.search(r"round table with (\d+) equally spaced seats", g.prompt)[1])
-        first = re.search(r"Starting with (\w+) and going clockwise", g.prompt)[1]
-        assert len(guests) == n and first in guests
-        others = [x for x in guests if x != first]
-        table = seatings(n)
-        seat = Seats({first: np.zeros(len(table), dtype=np.int64)} | {x: table[:, i] for i, x in enumerate(others)},
-                     colour)
-        masks = []
-        for line in numbered_lines(g.prompt):
-            test, args = parse_clue(line, TABLE_PATTERNS)
-            masks.append(np.asarray(test(seat, n, *args), dtype=bool))
-        order = entries(g)
-        assert order[0] == first and sorted(order) == sorted(guests)
-        expected = next(iter(np.flatnonzero(np.all([seat[x] == k for k, x in enumerate(order)], axis=0))))
-        assert_unique_and_irreducible(masks, expected)
 
 
 # ---- knights, knaves and switchers
@@ -806,3 +734,146 @@ def test_tents_fairness_bound():
     prompt well under 4,000 tokens."""
     for g in instances("logic-tents"):
         assert g.difficulty["trees"] <= 40 and g.difficulty["guesses"] <= 600 and len(g.prompt) / 4 <= 1000
+
+
+# ---- variant sudoku
+
+CELL = r"r(\d)c(\d)"
+
+
+def sudoku_problem(prompt):
+    """(n, houses, constraints, givens) read from the prompt: each constraint is (cells, allowed digit tuples)."""
+    n = int(re.search(r"Solve this (\d) × \1 variant sudoku", prompt)[1])
+    bh, bw = map(int, re.search(r"each (\d) × (\d) box", prompt).groups())
+    gap = int(m[1]) if (m := re.search(r"hold digits that differ by at least (\d)", prompt)) else None
+    at = lambda text: (int(text[1]) - 1) * n + int(text[3]) - 1  # noqa: E731
+    cells_of = lambda text: [at(t) for t in re.findall(r"r\dc\d", text)]  # noqa: E731
+    rows = [[r * n + c for c in range(n)] for r in range(n)]
+    houses = rows + [list(col) for col in zip(*rows)] + [
+        [(top + i) * n + left + j for i in range(bh) for j in range(bw)]
+        for top in range(0, n, bh) for left in range(0, n, bw)]
+    digits = range(1, n + 1)
+    constraints, givens, heading, seen = [], {}, None, Counter()
+    body = prompt.split("nothing else is implied.\n\n")[1].split("\n\nExactly one grid")[0]
+    for line in body.splitlines():
+        if not line.startswith("- "):
+            heading = line.rstrip(":")
+            continue
+        text = line[2:]
+        seen[heading] += 1
+        if heading == "Given digits":
+            cell, digit = re.fullmatch(rf"({CELL}) = (\d)", text).group(1, 4)
+            givens[at(cell)] = int(digit)
+        elif heading == "Killer cages":
+            total, cells = re.fullmatch(r"cage of total (\d+): (.*)", text).groups()
+            cells = cells_of(cells)
+            constraints.append((cells, [t for t in permutations(digits, len(cells)) if sum(t) == int(total)]))
+        elif heading == "Arrows":
+            circle, shaft = re.fullmatch(rf"circle ({CELL}); shaft (.*)", text).group(1, 4)
+            shaft = cells_of(shaft)
+            constraints.append(([at(circle)] + shaft, [(sum(t),) + t for t in product(digits, repeat=len(shaft))
+                                                       if sum(t) <= n]))
+        elif heading in ("Kropki dots", "X and V"):
+            mark, a, b = re.fullmatch(rf"(white dot|black dot|X|V) between ({CELL}) and ({CELL})", text).group(1, 2, 5)
+            test = {"white dot": lambda x, y: abs(x - y) == 1, "black dot": lambda x, y: x == 2 * y or y == 2 * x,
+                    "X": lambda x, y: x + y == 10, "V": lambda x, y: x + y == 5}[mark]
+            assert abs(at(a) - at(b)) in (1, n)  # side by side
+            constraints.append(([at(a), at(b)], [t for t in product(digits, repeat=2) if test(*t)]))
+        else:
+            cells = cells_of(text)
+            assert re.fullmatch(r"r\dc\d(, r\dc\d)+", text) and len(set(cells)) == len(cells) >= 3
+            if heading == "Thermometers (bulb first)":
+                allowed = list(combinations(digits, len(cells)))  # increasing tuples
+            elif heading == "German whispers lines":
+                allowed = [t for t in product(digits, repeat=len(cells))
+                           if all(abs(x - y) >= gap for x, y in zip(t, t[1:]))]
+            elif heading == "Renban lines":
+                allowed = [t for t in permutations(digits, len(cells)) if max(t) - min(t) == len(cells) - 1]
+            else:
+                raise AssertionError(f"unknown section: {heading}")
+            constraints.append((cells, allowed))
+    return n, houses, constraints, givens, seen
+
+
+def sudoku_solutions(n, houses, constraints, givens, limit=2):
+    """Up to `limit` grids meeting every constraint, and the number of branches tried: domains as sets, each
+    constraint a table of allowed tuples filtered against the domains (generalised arc consistency), each house a
+    set of distinct digits (a fixed digit leaves the house; a digit with one place left goes there), then a split
+    on a cell with the fewest digits left."""
+    peers = [set().union(*(h for h in houses if c in h)) - {c} for c in range(n * n)]
+    domains = [{givens[c]} if c in givens else set(range(1, n + 1)) for c in range(n * n)]
+    found, branches = [], [0]
+
+    def settle(dom, tables):
+        while True:
+            changed = False
+            for c in range(n * n):
+                if len(dom[c]) == 1:
+                    for p in peers[c]:
+                        if dom[c] & dom[p]:
+                            dom[p] = dom[p] - dom[c]
+                            changed = True
+            for house in houses:
+                for d in range(1, n + 1):
+                    places = [c for c in house if d in dom[c]]
+                    if not places:
+                        return None
+                    if len(places) == 1 and len(dom[places[0]]) > 1:
+                        dom[places[0]] = {d}
+                        changed = True
+            for i, (cells, table) in enumerate(tables):
+                table = [t for t in table if all(x in dom[c] for x, c in zip(t, cells))]
+                tables[i] = (cells, table)
+                for j, c in enumerate(cells):
+                    keep = {t[j] for t in table}
+                    if keep != dom[c]:
+                        dom[c] = dom[c] & keep
+                        changed = True
+            if any(not d for d in dom):
+                return None
+            if not changed:
+                return dom, tables
+
+    def search(dom, tables):
+        state = settle(dom, tables)
+        if state is None or len(found) >= limit:
+            return
+        dom, tables = state
+        open_cells = [c for c in range(n * n) if len(dom[c]) > 1]
+        if not open_cells:
+            grid = [next(iter(d)) for d in dom]
+            if all(len({grid[c] for c in h}) == n for h in houses) and \
+                    all(tuple(grid[c] for c in cells) in set(table) for cells, table in tables):
+                found.append(grid)
+            return
+        cell = min(open_cells, key=lambda c: len(dom[c]))
+        for d in sorted(dom[cell]):
+            branches[0] += 1
+            child = [set(x) for x in dom]
+            child[cell] = {d}
+            search(child, list(tables))
+
+    search(domains, list(constraints))
+    return found, branches[0]
+
+
+def test_variant_sudoku_has_exactly_one_grid_and_it_is_the_key():
+    kinds_seen, needs_search = Counter(), 0
+    for g in instances("logic-variant-sudoku"):
+        n, houses, constraints, givens, seen = sudoku_problem(g.prompt)
+        grids, branches = sudoku_solutions(n, houses, constraints, givens)
+        assert len(grids) == 1
+        rows = entries(g)
+        assert rows == ["".join(map(str, grids[0][r * n:(r + 1) * n])) for r in range(n)]
+        assert len(rows) == n == 9 and len(givens) <= 2
+        needs_search += branches > 0
+        kinds = [k for k in seen if k != "Given digits"]
+        assert len(kinds) >= 3
+        kinds_seen.update(kinds)
+        for k in kinds:  # every rule type used is stated in the prompt
+            assert {"Killer cages": "Killer cages: the digits", "Arrows": "Arrows: each has a circle",
+                    "Kropki dots": "Kropki dots: a white dot", "X and V": "X and V: an X between",
+                    "Thermometers (bulb first)": "Thermometers: each is listed", "German whispers lines":
+                    "German whispers lines: any two", "Renban lines": "Renban lines: the digits"}[k] in g.prompt
+    assert len(kinds_seen) == 7  # the rule mix really changes from instance to instance
+    assert needs_search >= SEEDS * 3 // 4  # propagation alone rarely finishes the grid

@@ -1,13 +1,14 @@
 """Logical deduction generators (ESAC-GI 2.0): every puzzle has exactly one solution, proven by the generator's
-own solver (exhaustive enumeration, or for the zebra grid a complete propagate-and-branch search), and every
-instance reports a difficulty measured by solving it: refuted branches, rejected partial assignments, or the
-nodes a branch-and-bound must expand."""
+own solver (exhaustive enumeration, or for the zebra grid and the variant sudoku a complete propagate-and-branch
+search), and every instance reports a difficulty measured by solving it: refuted branches, rejected partial
+assignments, search nodes beyond propagation, or the nodes a branch-and-bound must expand."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 import math
 from functools import cache
+from itertools import combinations
 
 import numpy as np
 
@@ -59,203 +60,722 @@ def _list_answer(prompt: str, names: list[str]) -> Generated:
                      reference=f"Working omitted.\nANSWER: {answer}")
 
 
-# ---------------------------------------------------------------- round table
+# ---------------------------------------------------------------- variant sudoku
 
-_GUESTS = ["Amir", "Beth", "Chen", "Dana", "Emil", "Freya", "Goran", "Hedy", "Ines", "Jonas", "Kofi", "Lena",
-           "Marta", "Nuno"]
+_RULE_TYPES = ("killer", "thermo", "arrow", "kropki", "whisper", "renban", "xv")
+_PRUNE_BUDGET = 2  # pruning attempts stop once they have searched this many times max_nodes nodes
+
+
+class _Capped(Exception):
+    """A search ran past its node budget (too hard to settle within it)."""
+
+
+class _Found(Exception):
+    """Enough solutions found."""
+
+
+class VariantSolver:
+    """A complete propagate-and-branch solver for an n x n sudoku (n = 6 or 9) with variant constraints.
+
+    Candidates are bitmasks (bit d - 1 for digit d). Propagation: a fixed digit leaves its row, column and box;
+    a digit with one place left in a house goes there; each variant constraint narrows its cells (killer cages
+    and renban lines to the digit sets still possible, thermometers and arrows by bounds, dots and whisper
+    segments by pair tables). Search: the cell with the fewest candidates, digits in increasing order.
+    Constraints are tuples: ("set", cells, allowed digit-set masks) for cells holding distinct digits that form
+    one of the sets (killer cage, renban line), ("thermo", cells) strictly increasing, ("arrow", circle, shaft)
+    shaft sum equals circle, ("pair", a, b, table) with table[mask of b] the digits a may take (symmetric
+    relations), ("given", cell, digit).
+    """
+
+    def __init__(self, n: int, constraints: list[tuple]):
+        self.n = n
+        self.all = (1 << n) - 1
+        cells = n * n
+        self.houses, self.peers, _, _, _, self.segments, self.locked, self.house_of = _geometry(n)
+        self.constraints = [k for k in constraints if k[0] != "given"]
+        self.givens = [(k[1], k[2]) for k in constraints if k[0] == "given"]
+        self.touching = [[] for _ in range(cells)]
+        for i, k in enumerate(self.constraints):
+            for c in _constraint_cells(k):
+                self.touching[c].append(i)
+        self.touching_bits = [sum(1 << i for i in t) for t in self.touching]
+        self.house_bits = [sum(1 << h for h in hs) for hs in self.house_of]
+        self.nodes = 0
+
+    def _run(self, k: tuple, m: list[int]) -> list[int] | None:
+        """Narrow the cells of one constraint; the cells changed, or None on a contradiction."""
+        kind = k[0]
+        changed = []
+        if kind == "pair":
+            _, a, b, table = k
+            va, vb = m[a], m[b]
+            na = va & table[vb]
+            if na != va:
+                if not na:
+                    return None
+                m[a] = na
+                changed.append(a)
+            nb = vb & table[na]
+            if nb != vb:
+                if not nb:
+                    return None
+                m[b] = nb
+                changed.append(b)
+            return changed
+        if kind == "set":
+            _, cells, sets, outside = k
+            vs = [m[c] for c in cells]
+            fixed = 0
+            for v in vs:
+                if not v & (v - 1):
+                    if fixed & v:
+                        return None
+                    fixed |= v
+            feasible, must = 0, self.all
+            for s in sets:
+                if fixed & ~s:
+                    continue
+                u = 0
+                for v in vs:
+                    x = v & s
+                    if not x:
+                        break
+                    u |= x
+                else:
+                    if u == s:
+                        feasible |= s
+                        must &= s
+            if not feasible:
+                return None
+            for c, v in zip(cells, vs):
+                w = v & feasible
+                if v & (v - 1):
+                    w &= ~fixed
+                if w != v:
+                    if not w:
+                        return None
+                    m[c] = w
+                    changed.append(c)
+            if must:  # digits every possible set holds leave the rest of a house holding all the cells
+                for c in outside:
+                    v = m[c]
+                    if v & must:
+                        w = v & ~must
+                        if not w:
+                            return None
+                        m[c] = w
+                        changed.append(c)
+            return changed
+        if kind == "thermo":
+            cells = k[1]
+            low = 0  # digits above `low` only
+            for c in cells:
+                v = m[c]
+                w = v & ~((1 << low) - 1)
+                if not w:
+                    return None
+                if w != v:
+                    m[c] = w
+                    changed.append(c)
+                low = (w & -w).bit_length()
+            high = self.n + 1
+            for c in reversed(cells):
+                v = m[c]
+                w = v & ((1 << (high - 1)) - 1)
+                if not w:
+                    return None
+                if w != v:
+                    m[c] = w
+                    if c not in changed:
+                        changed.append(c)
+                high = w.bit_length()
+            return changed
+        if kind == "arrow":
+            _, circle, shaft = k
+            lows = [(m[c] & -m[c]).bit_length() for c in shaft]
+            highs = [m[c].bit_length() for c in shaft]
+            lo, hi = sum(lows), sum(highs)
+            v = m[circle]
+            w = v & _range_mask(lo, hi)
+            if not w:
+                return None
+            if w != v:
+                m[circle] = w
+                changed.append(circle)
+            cmin, cmax = (w & -w).bit_length(), w.bit_length()
+            for c, a, b in zip(shaft, lows, highs):
+                v = m[c]
+                w = v & _range_mask(cmin - (hi - b), cmax - (lo - a))
+                if not w:
+                    return None
+                if w != v:
+                    m[c] = w
+                    changed.append(c)
+            return changed
+        raise ValueError(kind)
+
+    def propagate(self, m: list[int], dirty: list[int], recheck: int = -1) -> bool:
+        """Narrow the candidates to a fixpoint after the cells in `dirty` changed; False on a contradiction.
+        `recheck`: a bitmask of the houses to look at for hidden singles (-1: every house)."""
+        peers, touching, constraints, houses, house_bits = (self.peers, self.touching_bits, self.constraints,
+                                                            self.houses, self.house_bits)
+        segments, locked, full, run = self.segments, self.locked, self.all, self._run
+        pending = 0
+        todo = (1 << len(houses)) - 1 if recheck < 0 else recheck
+        confined = 0
+        while True:
+            while dirty:
+                c = dirty.pop()
+                v = m[c]
+                if not v & (v - 1):
+                    for p in peers[c]:
+                        w = m[p]
+                        if w & v:
+                            w &= ~v
+                            if not w:
+                                return False
+                            m[p] = w
+                            dirty.append(p)
+                pending |= touching[c]
+                todo |= house_bits[c]
+            if pending:
+                low = pending & -pending
+                pending ^= low
+                changed = run(constraints[low.bit_length() - 1], m)
+                if changed is None:
+                    return False
+                dirty.extend(changed)
+                continue
+            if todo:
+                while todo:  # a digit with one place left in a house goes there
+                    low = todo & -todo
+                    todo ^= low
+                    house = houses[low.bit_length() - 1]
+                    once = twice = 0
+                    for c in house:
+                        v = m[c]
+                        twice |= once & v
+                        once |= v
+                    if once != full:
+                        return False
+                    lone = once & ~twice
+                    if lone:
+                        for c in house:
+                            v = m[c]
+                            x = v & lone
+                            if x and v != x:
+                                if x & (x - 1):
+                                    return False  # two digits with one place each, and it is the same cell
+                                m[c] = x
+                                dirty.append(c)
+                confined = 1
+                if dirty:
+                    continue
+            if confined:
+                segor = []
+                for cells, _, _ in segments:
+                    u = 0
+                    for c in cells:
+                        u |= m[c]
+                    segor.append(u)
+                for group, target in locked:  # a digit confined to one segment of a box or line
+                    for s in group:
+                        others = 0
+                        for t in group:
+                            if t != s:
+                                others |= segor[t]
+                        only = segor[s] & ~others
+                        if only:
+                            for c in segments[s][target]:
+                                v = m[c]
+                                if v & only:
+                                    v &= ~only
+                                    if not v:
+                                        return False
+                                    m[c] = v
+                                    dirty.append(c)
+            confined = 0
+            if not dirty:
+                return True
+
+    def start(self) -> list[int] | None:
+        m = [self.all] * (self.n * self.n)
+        for c, d in self.givens:
+            m[c] = 1 << (d - 1)
+        dirty = list(range(self.n * self.n))
+        return m if self.propagate(m, dirty) else None
+
+    def solve(self, limit: int = 2, avoid: list[int] | None = None, cap: int = 10 ** 9,
+              order=None) -> list[list[int]]:
+        """Up to `limit` solutions (digit lists). With `avoid` (a solution), its digits are tried last and it is
+        not counted, so the search looks for a different solution."""
+        found: list[list[int]] = []
+        m = self.start()
+        if m is None:
+            return found
+        self.nodes = 0
+        cells = range(self.n * self.n)
+
+        def search(m):
+            best, size = -1, 99
+            for c in cells:
+                v = m[c]
+                if v & (v - 1):
+                    k = _POPCOUNT[v]
+                    if k < size:
+                        best, size = c, k
+                        if k == 2:
+                            break
+            if best < 0:
+                sol = [v.bit_length() for v in m]
+                if sol != avoid:
+                    found.append(sol)
+                    if len(found) >= limit:
+                        raise _Found
+                return
+            v = m[best]
+            digits = [d for d in range(1, self.n + 1) if v >> (d - 1) & 1]
+            if order is not None:
+                order(digits)
+            if avoid is not None:
+                digits.sort(key=lambda d: d == avoid[best])
+            for d in digits:
+                self.nodes += 1
+                if self.nodes > cap:
+                    raise _Capped
+                child = m[:]
+                child[best] = 1 << (d - 1)
+                if self.propagate(child, [best], 0):
+                    search(child)
+
+        try:
+            search(m)
+        except _Found:
+            pass
+        return found
+
+
+_POPCOUNT = [bin(v).count("1") for v in range(1 << 9)]
+
+
+def _range_mask(lo: int, hi: int) -> int:
+    """The digits lo..hi (clipped to 1..9) as a mask."""
+    lo, hi = max(lo, 1), min(hi, 9)
+    return ((1 << hi) - 1) & ~((1 << (lo - 1)) - 1) if lo <= hi else 0
+
+
+def _constraint_cells(k: tuple) -> list[int]:
+    kind = k[0]
+    if kind == "pair":
+        return [k[1], k[2]]
+    if kind == "arrow":
+        return [k[1]] + list(k[2])
+    if kind == "given":
+        return [k[1]]
+    return list(k[1])
 
 
 @cache
-def _lex_perms(m: int) -> np.ndarray:
-    """Every permutation of range(m), one per row, in lexicographic order (as itertools.permutations)."""
-    table = np.zeros((1, 0), dtype=np.int8)
-    for size in range(1, m + 1):  # the permutations of range(size): each first value, then the rest relabelled
-        table = np.concatenate([np.column_stack([np.full(len(table), first, dtype=np.int8),
-                                                 table + (table >= first)]) for first in range(size)])
-    return table
+def _pair_table(relation: str, n: int) -> tuple[int, ...]:
+    """table[mask]: the digits that stand in the relation to some digit of the mask."""
+    holds = {"white": lambda a, b: abs(a - b) == 1, "black": lambda a, b: a == 2 * b or b == 2 * a,
+             "x": lambda a, b: a + b == 10, "v": lambda a, b: a + b == 5,
+             "whisper": lambda a, b: abs(a - b) >= _whisper_gap(n)}[relation]
+    single = [sum(1 << (a - 1) for a in range(1, n + 1) if holds(a, b)) for b in range(1, n + 1)]
+    table = []
+    for mask in range(1 << n):
+        out = 0
+        for b in range(n):
+            if mask >> b & 1:
+                out |= single[b]
+        table.append(out)
+    return tuple(table)
 
 
-class _Pick:
-    """Some rows of a table kept as one array per column: pick[c] is column c at those rows."""
-
-    def __init__(self, columns: list[np.ndarray], rows: np.ndarray | slice):
-        self.columns, self.rows = columns, rows
-
-    def __getitem__(self, c: int) -> np.ndarray:
-        return self.columns[c][self.rows]
+def _whisper_gap(n: int) -> int:
+    return 5 if n == 9 else 3
 
 
-def _clockwise(x: np.ndarray, y: np.ndarray, n: int) -> np.ndarray:
-    """Seats stepped going clockwise from seat x to seat y."""
-    d = y - x  # int8 seats: a negative difference has its sign bit set, and the shift spreads it
-    return d + ((d >> 7) & np.int8(n))
+@cache
+def _sum_sets(n: int, size: int, total: int) -> tuple[int, ...]:
+    """The sets of `size` distinct digits 1..n adding up to `total`, as masks."""
+    return tuple(sum(1 << (d - 1) for d in combo) for combo in combinations(range(1, n + 1), size)
+                 if sum(combo) == total)
 
 
-def _distance(x: np.ndarray, y: np.ndarray, n: int) -> np.ndarray:
-    c = _clockwise(x, y, n)
-    return np.minimum(c, n - c)
+@cache
+def _run_sets(n: int, size: int) -> tuple[int, ...]:
+    """The sets of `size` consecutive digits, as masks."""
+    return tuple(((1 << size) - 1) << low for low in range(n - size + 1))
 
 
-_TABLE_MIXES = {  # clue weights: the weak mix is mostly comparisons of distances and clockwise order
-    "weak": {"clockwise": 0, "steps": 1, "next": 1, "not-next": 2, "distance": 1, "far": 1, "closer": 3,
-             "before": 3, "one-of": 2, "halfway": 2, "equal": 2, "even": 1},
-    "mixed": {"clockwise": 1, "steps": 2, "next": 2, "not-next": 3, "distance": 2, "far": 2, "closer": 3,
-              "before": 3, "one-of": 2, "halfway": 2, "equal": 2, "even": 1},
+@cache
+def _geometry(n: int):
+    bh, bw = (3, 3) if n == 9 else (2, 3)
+    rows = [[r * n + c for c in range(n)] for r in range(n)]
+    cols = [[r * n + c for r in range(n)] for c in range(n)]
+    boxes = [[(br + i) * n + bc + j for i in range(bh) for j in range(bw)]
+             for br in range(0, n, bh) for bc in range(0, n, bw)]
+    houses = rows + cols + boxes
+    peers = [sorted({p for h in houses if c in h for p in h} - {c}) for c in range(n * n)]
+    orth = [[(r + dr) * n + c + dc for dr, dc in ((-1, 0), (1, 0), (0, -1), (0, 1))
+             if 0 <= r + dr < n and 0 <= c + dc < n] for r in range(n) for c in range(n)]
+    king = [[(r + dr) * n + c + dc for dr in (-1, 0, 1) for dc in (-1, 0, 1)
+             if (dr or dc) and 0 <= r + dr < n and 0 <= c + dc < n] for r in range(n) for c in range(n)]
+    segments, box_groups, line_groups = [], [], {}
+    for b, box in enumerate(boxes):
+        top, left = box[0] // n, box[0] % n
+        group = []
+        for cells, line in [([(top + i) * n + left + j for j in range(bw)], rows[top + i]) for i in range(bh)] + \
+                           [([(top + i) * n + left + j for i in range(bh)], cols[left + j]) for j in range(bw)]:
+            segments.append((cells, [c for c in line if c not in cells], [c for c in box if c not in cells]))
+            group.append(len(segments) - 1)
+            line_groups.setdefault(tuple(line), []).append(len(segments) - 1)
+        box_groups.append((group[:bh], group[bh:]))
+    locked = [(g, 1) for pair in box_groups for g in pair] + [(g, 2) for g in line_groups.values()]
+    house_of = [tuple(i for i, h in enumerate(houses) if c in h) for c in range(n * n)]
+    return houses, peers, orth, king, (bh, bw), segments, locked, house_of
+
+
+def _holds(k: tuple, g: list[int], n: int) -> bool:
+    kind = k[0]
+    if kind == "given":
+        return g[k[1]] == k[2]
+    if kind == "pair":
+        return bool(k[3][1 << (g[k[2]] - 1)] >> (g[k[1]] - 1) & 1)
+    if kind == "set":
+        mask = 0
+        for c in k[1]:
+            mask |= 1 << (g[c] - 1)
+        return _POPCOUNT[mask] == len(k[1]) and mask in k[2]
+    if kind == "thermo":
+        return all(g[a] < g[b] for a, b in zip(k[1], k[1][1:]))
+    if kind == "arrow":
+        return sum(g[c] for c in k[2]) == g[k[1]]
+    raise ValueError(kind)
+
+
+class _Board:
+    """What the drawn constraints already occupy: a cell lies in at most one cage and on at most one line, and
+    two neighbouring cells carry at most one dot or letter."""
+
+    def __init__(self, n: int):
+        self.cage = [False] * (n * n)
+        self.line = [False] * (n * n)
+        self.marks: set[tuple[int, int]] = set()
+
+    def take(self, rule: str, k: tuple) -> None:
+        if rule == "killer":
+            for c in k[1]:
+                self.cage[c] = True
+        elif rule in ("kropki", "xv"):
+            self.marks.add((min(k[1], k[2]), max(k[1], k[2])))
+        elif rule != "given":
+            for c in _constraint_cells(k):
+                self.line[c] = True
+
+
+def _grow_path(rng: ItemRng, start: int, length: int, free: list[bool], steps: list[list[int]],
+               ok: Callable[[list[int], int, bool], bool]) -> list[int]:
+    """A random path of up to `length` distinct free cells through `start`, extended at either end by a step
+    to a neighbour that `ok(path, cell, at_end)` accepts."""
+    path = [start]
+    while len(path) < length:
+        options = []
+        for at_end in (True, False):
+            tip = path[-1] if at_end else path[0]
+            for c in steps[tip]:
+                if free[c] and c not in path and ok(path, c, at_end):
+                    options.append((at_end, c))
+        if not options:
+            break
+        at_end, c = rng.choice(options)
+        if at_end:
+            path.append(c)
+        else:
+            path.insert(0, c)
+    return path
+
+
+def _draw_rule(rng: ItemRng, rule: str, x: int, g: list[int], n: int, board: _Board) -> tuple | None:
+    """A constraint of the given rule type that touches cell x and holds in the solution g, or None."""
+    orth, king = _geometry(n)[2:4]
+    if rule == "given":
+        return ("given", x, g[x])
+    if rule in ("kropki", "xv"):
+        options = []
+        for y in orth[x]:
+            if (min(x, y), max(x, y)) in board.marks:
+                continue
+            a, b = g[x], g[y]
+            names = ([("white", abs(a - b) == 1), ("black", a == 2 * b or b == 2 * a)] if rule == "kropki"
+                     else [("x", a + b == 10), ("v", a + b == 5)])
+            options += [(name, y) for name, fits in names if fits]
+        if not options:
+            return None
+        name, y = rng.choice(options)
+        return ("pair", x, y, _pair_table(name, n), name)
+    if rule == "killer":
+        if board.cage[x]:
+            return None
+        free = [not t for t in board.cage]
+        size = rng.randint(2, 5 if n == 9 else 4)
+        cells = _grow_path_region(rng, x, size, free, orth, g)
+        if len(cells) < 2:
+            return None
+        total = sum(g[c] for c in cells)
+        return ("set", tuple(sorted(cells)), _sum_sets(n, len(cells), total), total)
+    free = [not t for t in board.line]
+    if not free[x]:
+        return None
+    if rule == "thermo":
+        path = _grow_path(rng, x, rng.randint(3, 6 if n == 9 else 5), free, king,  # bulb first
+                          lambda p, c, end: g[c] > g[p[-1]] if end else g[c] < g[p[0]])
+        if len(path) < 3:
+            return None
+        return ("thermo", tuple(path))
+    if rule == "whisper":
+        gap = _whisper_gap(n)
+        path = _grow_path(rng, x, rng.randint(3, 6 if n == 9 else 5), free, king,
+                          lambda p, c, end: abs(g[c] - g[p[-1] if end else p[0]]) >= gap)
+        if len(path) < 3:
+            return None
+        if rng.randrange(2):
+            path.reverse()
+        return ("whisper", tuple(path))
+    if rule == "renban":
+        size = rng.randint(3, 5 if n == 9 else 4)
+        path = _grow_path(rng, x, size, free, king,
+                          lambda p, c, end: g[c] not in [g[q] for q in p]
+                          and max(g[c], *[g[q] for q in p]) - min(g[c], *[g[q] for q in p]) < size)
+        digits = [g[c] for c in path]
+        if len(path) < 3 or max(digits) - min(digits) != len(path) - 1:
+            return None
+        if rng.randrange(2):
+            path.reverse()
+        return ("set", tuple(path), _run_sets(n, len(path)), "renban")
+    if rule == "arrow":
+        for _ in range(6):
+            circle = rng.choice([x] + [c for c in king[x] if free[c]])
+            if g[circle] < 3:
+                continue
+            target = g[circle]
+            length = rng.randint(2, 3)
+            shaft: list[int] = []
+            tip = circle
+            total = 0
+            while len(shaft) < length:
+                options = [c for c in king[tip] if free[c] and c != circle and c not in shaft
+                           and total + g[c] <= target - (length - len(shaft) - 1)]
+                if not options:
+                    break
+                tip = rng.choice(options)
+                shaft.append(tip)
+                total += g[tip]
+            if len(shaft) >= 2 and total == target and (x == circle or x in shaft):
+                return ("arrow", circle, tuple(shaft))
+        return None
+    raise ValueError(rule)
+
+
+def _grow_path_region(rng: ItemRng, start: int, size: int, free: list[bool], orth: list[list[int]],
+                      g: list[int]) -> list[int]:
+    """A random orthogonally connected region of up to `size` free cells with distinct digits in g."""
+    region = [start]
+    while len(region) < size:
+        digits = {g[c] for c in region}
+        options = sorted({c for r in region for c in orth[r] if free[c] and c not in region and g[c] not in digits})
+        if not options:
+            break
+        region.append(rng.choice(options))
+    return region
+
+
+def _solver_form(k: tuple, n: int) -> list[tuple]:
+    kind = k[0]
+    if kind == "whisper":
+        table = _pair_table("whisper", n)
+        return [("pair", a, b, table) for a, b in zip(k[1], k[1][1:])]
+    if kind == "set":
+        houses = _geometry(n)[0]
+        inside = set(k[1])
+        outside = tuple(c for h in houses if inside <= set(h) for c in h if c not in inside)
+        return [k[:3] + (outside,)]
+    if kind == "pair":
+        return [k[:4]]
+    return [k]
+
+
+def _solver(n: int, clues: list[tuple]) -> VariantSolver:
+    return VariantSolver(n, [s for _, k in clues for s in _solver_form(k, n)])
+
+
+def _clue_holds(k: tuple, g: list[int], n: int) -> bool:
+    return all(_holds(s, g, n) for s in _solver_form(k, n))
+
+
+def _variant_puzzle(rng: ItemRng, n: int, rules: list[str], givens: int, start: int,
+                    max_nodes: int) -> tuple[list[int], list[tuple], int] | None:
+    """A solution grid, a clue set whose only solution it is, and the nodes of the complete search that proves
+    it (at most max_nodes); None when the draw got stuck.
+
+    `start` random true clues first; then, while a search finds a second solution, a clue that the second
+    solution breaks (through a cell where it differs); while the search runs past max_nodes, two more random
+    clues. Then clues are dropped in random order while the puzzle stays unique with a proof of at most
+    max_nodes nodes, until the nodes spent on such attempts pass _PRUNE_BUDGET * max_nodes: a bounded pruning
+    (generation time), so the set is not minimal — a fully minimal set is some 17 clues whose proof takes
+    thousands of nodes — but each attempted drop that kept the proof within max_nodes was made."""
+    truth = VariantSolver(n, []).solve(limit=1, order=rng.shuffle)[0]
+    board = _Board(n)
+    clues: list[tuple] = []  # (rule, constraint)
+    cells = n * n
+
+    def add(alt: list[int] | None = None) -> bool:
+        differ = [c for c in range(cells) if alt[c] != truth[c]] if alt else None
+        for _ in range(60):
+            x = rng.choice(differ) if differ else rng.randrange(cells)
+            options = rules + (["given"] if sum(r == "given" for r, _ in clues) < givens else [])
+            rule = rng.choice(options)
+            k = _draw_rule(rng, rule, x, truth, n, board)
+            if k is not None and (alt is None or not _clue_holds(k, alt, n)):
+                board.take(rule, k)
+                clues.append((rule, k))
+                return True
+        return False
+
+    def check(chosen: list[tuple]) -> tuple[list[int] | None | bool, int]:
+        """(a second solution, or None when the truth is the only one, or False when the search ran past
+        max_nodes) and the nodes searched."""
+        solver = _solver(n, chosen)
+        try:
+            found = solver.solve(limit=1, avoid=truth, cap=max_nodes)
+        except _Capped:
+            return False, solver.nodes
+        return (found[0] if found else None), solver.nodes
+
+    for _ in range(start):
+        add()
+    for _ in range(40):
+        alt, nodes = check(clues)
+        if alt is None:
+            break
+        if not (add(alt) if alt else add() and add()):
+            return None
+    else:
+        return None
+    order = list(range(len(clues)))
+    rng.shuffle(order)
+    keep = set(order)
+    spent = 0
+    for i in order:
+        if spent > _PRUNE_BUDGET * max_nodes:
+            break
+        alt, used = check([clues[j] for j in sorted(keep - {i})])
+        spent += used
+        if alt is None:
+            keep.discard(i)
+            nodes = used
+    return truth, [clues[j] for j in sorted(keep)], nodes
+
+
+def _cell(c: int, n: int) -> str:
+    return f"r{c // n + 1}c{c % n + 1}"
+
+
+_RULE_TEXT = {
+    "killer": "Killer cages: the digits in a cage add up to the cage's total, and no digit repeats within a cage "
+              "(even when the cage spans more than one row, column or box).",
+    "thermo": "Thermometers: each is listed from its bulb to its tip, and the digits strictly increase along it "
+              "from the bulb (each digit is greater than the one before it).",
+    "arrow": "Arrows: each has a circle (one cell) and a shaft (the cells listed after it); the digit in the circle "
+             "equals the sum of the digits on the shaft. Digits on a shaft may repeat where the row, column and "
+             "box rules allow it.",
+    "kropki": "Kropki dots: a white dot between two cells means their digits differ by exactly 1; a black dot "
+              "means one of the two digits is exactly twice the other (1 and 2 fit either kind of dot).",
+    "xv": "X and V: an X between two cells means their digits add up to 10; a V means they add up to 5.",
+    "whisper": "German whispers lines: any two cells next to each other along the line (consecutive in its list) "
+               "hold digits that differ by at least {gap}.",
+    "renban": "Renban lines: the digits on a line are all different and form a run of consecutive digits, in any "
+              "order (for example 4, 6, 5 on a line of three cells).",
 }
-# Clues about the colours the guests wear (used when the table has colours).
-_COLOUR_MIX = {"pass": 4, "pass-more": 3, "neighbours": 3, "clockwise-colour": 2, "same-pairs": 1}
-_COLOURS = ["red", "green", "blue"]
+_LINE_WORDS = {"thermo": "thermometers", "arrow": "arrows",
+               "whisper": "whispers lines", "renban": "renban lines"}
+_RULE_NAMES = {"killer": "Killer cages", "thermo": "Thermometers (bulb first)", "arrow": "Arrows",
+               "kropki": "Kropki dots", "xv": "X and V", "whisper": "German whispers lines",
+               "renban": "Renban lines", "given": "Given digits"}
 
 
-def round_table(rng: ItemRng, *, guests: int = 10, clues: str = "weak", colours: int = 3) -> Generated:
-    """Guests around an unmarked round table, each wearing a known colour, fixed up to rotation by clockwise,
-    distance, parity and colour-counting clues (how many guests of a colour one passes going clockwise from one
-    guest to another, the colours of a guest's neighbours, how many neighbouring pairs match)."""
-    n, mix = guests, dict(_TABLE_MIXES[clues])
-    if colours:
-        mix |= _COLOUR_MIX
-    names = rng.sample(_GUESTS, n)  # names[0] is the guest the answer starts from
-    perms = _lex_perms(n - 1)
-    shades = _COLOURS[:colours]
-    if colours:
-        while True:  # every colour worn by at least two guests
-            wear = [rng.randrange(colours) for _ in range(n)]
-            if all(wear.count(c) >= 2 for c in range(colours)):
-                break
-    else:
-        wear = [0] * n
-    wearing = [[g for g in range(n) if wear[g] == c] for c in range(max(colours, 1))]
-    same_pairs = [(g, h) for g in range(n) for h in range(g + 1, n) if wear[g] == wear[h]]
+def _clue_text(rule: str, k: tuple, n: int) -> str:
+    at = lambda c: _cell(c, n)  # noqa: E731
+    if rule == "given":
+        return f"{at(k[1])} = {k[2]}"
+    if rule == "killer":
+        return f"cage of total {k[3]}: " + ", ".join(at(c) for c in k[1])
+    if rule == "arrow":
+        return f"circle {at(k[1])}; shaft " + ", ".join(at(c) for c in k[2])
+    if rule in ("kropki", "xv"):
+        a, b = sorted(k[1:3])
+        mark = {"white": "white dot", "black": "black dot", "x": "X", "v": "V"}[k[4]]
+        return f"{mark} between {at(a)} and {at(b)}"
+    return ", ".join(at(c) for c in k[1])
 
-    def table(depth: list[int]) -> list[np.ndarray]:
-        """Seat of every guest (one array per guest) in every seating with names[0] in seat 0; guest g is
-        placed at search depth depth[g - 1], so the seatings are in the lexicographic order of that search."""
-        return [np.zeros(len(perms), dtype=np.int8)] + [perms[:, d] + 1 for d in depth]
 
-    S = table(list(range(n - 1)))
-    truth = rng.randrange(len(perms))
-
-    def passed(s, a: int, b: int, c: int) -> np.ndarray:
-        """How many guests wearing colour c sit strictly between a and b going clockwise from a."""
-        span = _clockwise(s[a], s[b], n)
-        count = np.zeros(len(span), dtype=np.int8)
-        for g in wearing[c]:
-            if g not in (a, b):
-                step = _clockwise(s[a], s[g], n)
-                count += step < span  # the step is never 0 for another guest
-        return count
-
-    def beside(s, a: int, c: int) -> np.ndarray:
-        """How many of a's two neighbours wear colour c."""
-        count = np.zeros(len(s[a]), dtype=np.int8)
-        for g in wearing[c]:
-            if g != a:
-                count += _distance(s[a], s[g], n) == 1
-        return count
-
-    def matching(s) -> np.ndarray:
-        """How many of the n pairs of neighbours wear the same colour."""
-        count = np.zeros(len(s[0]), dtype=np.int8)
-        for g, h in same_pairs:
-            count += _distance(s[g], s[h], n) == 1
-        return count
-
-    def draw() -> tuple[str, Callable[[list[np.ndarray] | _Pick], np.ndarray]]:
-        while True:
-            a, b, c, d = rng.sample(range(n), 4)
-            A, B, C, D = names[a], names[b], names[c], names[d]
-            k, far = rng.randint(2, n - 2), rng.randint(2, n // 2)
-            x, y = rng.sample(range(max(colours, 1)), 2) if colours > 1 else (0, 0)
-            X, Y = (shades[x], shades[y]) if colours else ("", "")
-            hold = _Pick(S, slice(truth, truth + 1))
-            count = int(passed(hold, a, b, x)[0]) if colours else 0
-            near = int(beside(hold, a, x)[0]) if colours else 0
-            pairs = int(matching(hold)[0]) if colours else 0
-            options: list[tuple[str, str, Callable[[np.ndarray], np.ndarray]]] = [
-                ("clockwise", f"{A} sits immediately clockwise of {B}.",
-                 lambda s: _clockwise(s[b], s[a], n) == 1),
-                ("steps", f"{A} sits {k} seats clockwise of {B}.", lambda s: _clockwise(s[b], s[a], n) == k),
-                ("next", f"{A} and {B} sit next to each other.", lambda s: _distance(s[a], s[b], n) == 1),
-                ("not-next", f"{A} and {B} do not sit next to each other.",
-                 lambda s: _distance(s[a], s[b], n) != 1),
-                ("distance", f"The distance between {A} and {B} is {far}.",
-                 lambda s: _distance(s[a], s[b], n) == far),
-                ("far", f"The distance between {A} and {B} is at least 3.",
-                 lambda s: _distance(s[a], s[b], n) >= 3),
-                ("closer", f"{A} sits closer to {B} than to {C}.",
-                 lambda s: _distance(s[a], s[b], n) < _distance(s[a], s[c], n)),
-                ("before", f"Going clockwise from {A}, you reach {B} before you reach {C}.",
-                 lambda s: _clockwise(s[a], s[b], n) < _clockwise(s[a], s[c], n)),
-                ("one-of", f"{A} sits next to {B} or next to {C}, but not next to both.",
-                 lambda s: (_distance(s[a], s[b], n) == 1) != (_distance(s[a], s[c], n) == 1)),
-                ("halfway", f"{A} sits as many seats clockwise of {B} as {C} sits clockwise of {A}.",
-                 lambda s: _clockwise(s[b], s[a], n) == _clockwise(s[a], s[c], n)),
-                ("equal", f"The distance between {A} and {B} equals the distance between {C} and {D}.",
-                 lambda s: _distance(s[a], s[b], n) == _distance(s[c], s[d], n)),
-                ("even", f"The distance between {A} and {B} is an even number.",
-                 lambda s: _distance(s[a], s[b], n) % 2 == 0),
-            ]
-            if colours:
-                options += [
-                    ("pass", f"Going clockwise from {A} to {B}, you pass exactly {count} "
-                     f"{'guest' if count == 1 else 'guests'} in {X}.", lambda s: passed(s, a, b, x) == count),
-                    ("pass-more", f"Going clockwise from {A} to {B}, you pass more guests in {X} than guests in {Y}.",
-                     lambda s: passed(s, a, b, x) > passed(s, a, b, y)),
-                    ("neighbours", f"Exactly {near} of {A}'s two neighbours {'wears' if near == 1 else 'wear'} {X}.",
-                     lambda s: beside(s, a, x) == near),
-                    ("clockwise-colour", f"The guest immediately clockwise of {A} wears {X}.",
-                     lambda s: np.logical_or.reduce([_clockwise(s[a], s[g], n) == 1 for g in wearing[x] if g != a]
-                                                    + [np.zeros(len(s[a]), dtype=bool)])),
-                    ("same-pairs", f"Exactly {pairs} of the {n} pairs of neighbours around the table wear the same "
-                     "colour as each other.", lambda s: matching(s) == pairs),
-                ]
-            _, text, holds = rng.weighted_choice(options, [mix.get(o[0], 0) for o in options])
-            if holds(hold)[0]:  # test the hidden seating first: it is cheap
-                return text, holds
-
-    drawn: dict[str, Callable[[np.ndarray], np.ndarray]] = {}
-
-    def draw_lazy() -> LazyClue:
-        text, holds = draw()
-        drawn[text] = holds
-        return text, lambda rows: holds(S if rows is None else _Pick(S, rows))
-
-    chosen = minimal_clues(rng, draw_lazy, len(perms))
-    # The measure: seat the guests one at a time, most-mentioned first, rejecting a partial seating as soon as
-    # one clue can no longer be met.
-    mentions = {g: sum(names[g] in text for text, _ in chosen) for g in range(1, n)}
-    order = sorted(range(1, n), key=lambda g: (-mentions[g], g))
-    S2 = table([order.index(g) for g in range(1, n)])
-    nodes, rejected = _dfs_rejections([drawn[text](S2) for text, _ in chosen], list(range(n - 1, 0, -1)))
-    seating = [names[g] for g in np.argsort([column[truth] for column in S])]
-    word = _NUMBER_WORDS[n]
-    roster = sorted(range(n), key=lambda g: names[g])
-    if colours:
-        who = ", ".join(f"{names[g]} (in {shades[wear[g]]})" for g in roster)
-        dress = (f" Each guest wears one colour, shown after the name; \"in {shades[0]}\" means wearing "
-                 f"{shades[0]}. Going clockwise from X to Y, you pass the guests seated strictly between X and Y on "
-                 "that clockwise walk (not X or Y themselves). Every guest has two neighbours, the guests next to "
-                 f"them; the {n} pairs of neighbours are the pairs of guests in adjacent seats.")
-    else:
-        who, dress = ", ".join(names[g] for g in roster), ""
+def variant_sudoku(rng: ItemRng, *, size: int = 9, rule_types: int = 5, givens: int = 0,
+                   max_nodes: int = 120) -> Generated:
+    """A sudoku with few or no given digits, fixed by a random mix of variant constraints (killer cages,
+    thermometers, arrows, kropki dots, X and V, German whispers, renban lines) whose interactions make the only
+    solution; the measure is the nodes of a complete propagate-and-branch search (beyond propagation alone)."""
+    n = size
+    start = 26 if n == 9 else 10
+    while True:
+        rules = rng.sample(_RULE_TYPES, rule_types)
+        made = _variant_puzzle(rng, n, rules, givens, start, max_nodes)
+        if made is not None:
+            break
+    truth, chosen, nodes = made
+    present = [r for r in _RULE_TYPES + ("given",) if any(rule == r for rule, _ in chosen)]
+    first = lambda clue: min(_constraint_cells(clue[1]))  # noqa: E731
+    box = "3 × 3" if n == 9 else "2 × 3 (two rows tall, three columns wide)"
+    bands = "rows 1–3, 4–6 and 7–9 crossed with columns 1–3, 4–6 and 7–9" if n == 9 else \
+        "rows 1–2, 3–4 and 5–6 crossed with columns 1–3 and 4–6"
+    rules_text = "\n".join(f"- {_RULE_TEXT[r].format(gap=_whisper_gap(n))}" for r in present if r != "given")
+    sections = []
+    for r in present:
+        items = sorted((clue for clue in chosen if clue[0] == r), key=first)
+        sections.append(f"{_RULE_NAMES[r]}:\n" + "\n".join(f"- {_clue_text(r, k, n)}" for _, k in items))
+    lines_used = [_LINE_WORDS[r] for r in present if r in _LINE_WORDS]
+    marks_used = [{"kropki": "dot", "xv": "X or V"}[r] for r in present if r in ("kropki", "xv")]
+    geometry = []
+    if lines_used:
+        listed = ", ".join(lines_used[:-1]) + (" and " if len(lines_used) > 1 else "") + lines_used[-1]
+        geometry.append(f"{listed[0].upper() + listed[1:]} are listed cell by cell along the line"
+                        + (" (an arrow: its circle first, then its shaft in order)" if "arrow" in present else "")
+                        + ", and consecutive cells in a list are neighbours, side by side or diagonally.")
+    if marks_used:
+        geometry.append(f"A {' or an '.join(marks_used)} stands only between two cells that share a side, and only "
+                        "the marks listed are there: two neighbouring cells without a mark may still fit one.")
+    if "killer" in present:
+        geometry.append("The cells of a cage are connected through shared sides; cells outside every cage are "
+                        "unconstrained by cages.")
     prompt = (
-        f"{word.capitalize()} guests — " + who + f" — sit around a round table with {n} "
-        "equally spaced seats, one guest per seat. The seats are unmarked, so seatings that differ only by a "
-        "rotation of everyone count as the same; a mirror image is a different seating. \"X sits k seats "
-        "clockwise of Y\" means that stepping k seats clockwise from Y's seat reaches X's seat; \"immediately "
-        "clockwise\" means 1 seat clockwise. The distance between two guests is the number of seats stepped "
-        "going from one to the other the shorter way round: guests next to each other are at distance 1"
-        + (f", guests directly opposite each other at distance {n // 2}" if n % 2 == 0 else "")
-        + ". \"Closer\" compares these distances." + dress + "\n\nClues:\n"
-        + "\n".join(f"{i}. {text}" for i, (text, _) in enumerate(chosen, 1))
-        + f"\n\nExactly one seating satisfies every clue. Starting with {names[0]} and going clockwise, who sits "
-        f"where?\n\nEnd your response with a final line `ANSWER: <names>`, where <names> lists all {n} guests, "
-        f"comma-separated, starting with {names[0]} and continuing clockwise.")
-    generated = _list_answer(prompt, seating)
+        f"Solve this {n} × {n} variant sudoku. Rows are numbered 1 to {n} from top to bottom and columns 1 to {n} "
+        f"from left to right; r3c5 is the cell in row 3, column 5. Place a digit from 1 to {n} in every cell so "
+        f"that each row, each column and each {box} box contains every digit from 1 to {n} exactly once (the "
+        f"boxes are {bands}). "
+        + ("No digits are given. " if "given" not in present else "")
+        + "In addition, these rules apply:\n" + rules_text + "\n" + " ".join(geometry)
+        + " Every rule applies exactly as stated and nothing else is implied.\n\n"
+        + "\n\n".join(sections)
+        + "\n\nExactly one grid satisfies all the rules. Find it.\n\n"
+        f"End your response with a final line `ANSWER: <rows>`, where <rows> lists the {n} rows from top to bottom, "
+        f"comma-separated, each written as its {n} digits from left to right with no spaces (so the line has {n} "
+        f"comma-separated entries of {n} digits each).")
+    rows = ["".join(str(truth[r * n + c]) for c in range(n)) for r in range(n)]
+    generated = _list_answer(prompt, rows)
     return generated.model_copy(update={"difficulty": {
-        "rejected": rejected, "nodes": nodes, "clues": len(chosen),
-        "colour_clues": sum(any(f" {c}" in text for c in shades) or "same colour" in text for text, _ in chosen),
-        "search_space_log10": round(math.log10(math.factorial(n - 1)), 1)}})
+        "nodes": nodes, "clues": len(chosen), "givens": sum(rule == "given" for rule, _ in chosen),
+        "rule_types": len([r for r in present if r != "given"]),
+        "constrained_cells": len({c for _, k in chosen for c in _constraint_cells(k)})}})
 
 
 # ---------------------------------------------------------------- knights, knaves and switchers
