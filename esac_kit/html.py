@@ -76,7 +76,10 @@ def svg(chart) -> str:
     """An altair chart rendered to inline SVG (vl-convert, no browser, no network)."""
     import vl_convert as vlc
 
-    return f'<div class="chart">{vlc.vegalite_to_svg(json.dumps(chart.to_dict()))}</div>'
+    # a browser may draw the labels in a wider font than vl-convert measured them with: room on the left keeps the
+    # axis labels and the legend from being clipped at the SVG's edges
+    spec = chart.properties(padding={"left": 32, "top": 5, "right": 40, "bottom": 5}).to_dict()
+    return f'<div class="chart">{vlc.vegalite_to_svg(json.dumps(spec))}</div>'
 
 
 def block(text: str) -> str:
