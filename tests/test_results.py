@@ -91,6 +91,27 @@ def test_compare_gives_paired_statistics(two_runs, capsys):
     assert "p_holm" in output and "overall" in output.lower() and "mde" in output
 
 
+def test_compare_reads_the_journals_and_agrees_with_the_rendered_tables(two_runs, tmp_path):
+    from esac_kit.compare import paired_table
+    from esac_kit.statistics import paired_comparison
+
+    _, runs = two_runs
+    copies = []
+    for n, folder in enumerate(runs):
+        copies.append(tmp_path / str(n))
+        shutil.copytree(folder, copies[-1])
+        (copies[-1] / "observations.parquet").unlink(missing_ok=True)  # a run writes none; `report` does
+    from_journals = paired_table(*copies)
+    for folder in copies:
+        assert main(["report", str(folder)]) == 0
+    suite = load_suite("gi")
+    points = {c.id: c.points for c in suite.manifest.categories}
+    tables = [pd.read_parquet(folder / "observations.parquet") for folder in copies]
+    from_tables = paired_comparison(*tables, {i.id: i.weight for i in suite.items}, points)
+    pd.testing.assert_frame_equal(from_journals, from_tables)
+    assert from_journals["diff"].abs().max() > 0  # the half-right run differs: the test compares real numbers
+
+
 # The shipped suite's version (1.0, or a draft such as 2.0), its major and the neighbours compare must tell apart.
 CURRENT = load_suite("gi").manifest.version
 MAJOR = int(CURRENT.split(".")[0])
