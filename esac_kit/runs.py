@@ -288,15 +288,14 @@ def _execute_in_folder(run: RunPlan, policy: RetryPolicy, cache: ResponseCache,
             if runner is not None and runner.unlanded_retries():
                 add_unlanded_retries(run.folder, runner.unlanded_retries())
         report = build_report(run.suite, config, observations, read_unlanded_retries(run.folder), fingerprints)
-        write_artefacts(run.folder, report, observations, charts=False)  # `esac-kit report` renders the charts
+        write_artefacts(run.folder, report, observations, renders=False)  # `esac-kit report` writes table and charts
     return report
 
 
 def _import_report_modules() -> None:
-    """Import what the report needs after the run (pandas, scipy, pyarrow: ~1 s) while the run waits on replies."""
+    """Import what the report needs after the run (pandas, scipy: ~1 s) while the run waits on replies."""
     with contextlib.suppress(ImportError):  # a missing one fails where the report imports it, with its own error
         import esac_kit.statistics  # noqa: F401
-        import pyarrow.parquet  # noqa: F401
 
 
 def _fingerprints(run: RunPlan) -> Fingerprints:
