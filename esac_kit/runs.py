@@ -270,6 +270,7 @@ def _execute_in_folder(run: RunPlan, policy: RetryPolicy, cache: ResponseCache,
         check_slots(journal.observations, {i.id for i in run.suite.items}, journal.path)
         session: dict = {}
         fingerprints = _fingerprints(run)  # before the first request, so none of it waits after the last reply
+        release_generator_caches(run.suite)  # the run generates nothing after this
         threading.Thread(target=_import_report_modules, daemon=True).start()
         allow_unsafe_sandbox(config.unsafe_sandbox)
         try:
@@ -296,6 +297,16 @@ def _import_report_modules() -> None:
     """Import what the report needs after the run (pandas, scipy: ~1 s) while the run waits on replies."""
     with contextlib.suppress(ImportError):  # a missing one fails where the report imports it, with its own error
         import esac_kit.statistics  # noqa: F401
+
+
+def release_generator_caches(suite: Suite) -> None:
+    """Empty the functools caches of the suite's generator modules: their tables (GI's logic puzzles: ~11 MB) serve
+    generation, and a run's instances exist before its first request."""
+    for name in {i.generator.partition(":")[0] for i in suite.items if i.generator}:
+        module = sys.modules.get(name)
+        for value in vars(module).values() if module else ():
+            if callable(getattr(value, "cache_clear", None)):
+                value.cache_clear()
 
 
 def _fingerprints(run: RunPlan) -> Fingerprints:

@@ -1,6 +1,7 @@
 """What a run does after its last reply stays light: no chart libraries, fingerprints from the run's own instances,
 and code digests kept on disk by content (issue 15, point 6)."""
 
+import importlib
 import json
 import subprocess
 import sys
@@ -14,7 +15,7 @@ from esac_kit.fingerprints import closure, code_digest, compute, roots
 from esac_kit.loopback import LoopbackServer
 from esac_kit.runs import _fingerprints, plan_run
 from esac_kit.suite import load_suite
-from runkit import reference_answers, run_folder_of
+from runkit import esac_run, reference_answers, run_folder_of
 
 TESTS = Path(__file__).resolve().parent
 
@@ -72,3 +73,12 @@ def test_a_run_imports_no_chart_library_and_report_draws_the_charts(tmp_path):
     assert report.returncode == 0, report.stderr
     assert "<svg" in (folder / "items.svg").read_text()[:400]
     assert (folder / "categories.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_run_leaves_its_generators_caches_empty(tmp_path):
+    logic = importlib.import_module("esac_kit.gi.generators.logic")
+    logic._ternary(3), logic._digit_codes(2, 3)  # filled before the run, as by an earlier one in this process
+    with LoopbackServer(reference_answers()) as server:
+        assert esac_run("--model", f"openai:m@{server.url}", "--no-cache", "--reports", str(tmp_path),
+                        "--only", "logic-knights-knaves", "logic-code-breaker") == 0
+    assert logic._ternary.cache_info().currsize == logic._digit_codes.cache_info().currsize == 0
