@@ -299,6 +299,14 @@ def _import_report_modules() -> None:
         import esac_kit.statistics  # noqa: F401
 
 
+def keep_pyarrow_out() -> None:
+    """Keep pyarrow out of a process that ends with its run (the CLI's): pandas 3 imports it on import when it is
+    installed (~35 MB), and a run writes no parquet. pandas then stores strings as Python objects, the same values;
+    it keeps that choice for the process's life, so a process that goes on (a notebook, a test) must not call this."""
+    if "pandas" not in sys.modules:
+        sys.modules.setdefault("pyarrow", None)  # `import pyarrow` now raises ImportError, as if it were not installed
+
+
 def release_generator_caches(suite: Suite) -> None:
     """Empty the functools caches of the suite's generator modules: their tables (GI's logic puzzles: ~11 MB) serve
     generation, and a run's instances exist before its first request."""
