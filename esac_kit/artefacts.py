@@ -1,4 +1,4 @@
-"""Report artefacts in a run folder: report.json, and its renders: observations.parquet and the charts as PNG and SVG."""
+"""Report artefacts in a run folder: report.json, and its renders (observations.parquet, the charts as PNG and SVG)."""
 
 from __future__ import annotations
 

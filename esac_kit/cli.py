@@ -153,7 +153,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(f"NOTE: {note}", flush=True)
     report = execute(run, policy, cache, terminal_progress())
     print(format_report(report))
-    print(f"artefacts: {run.folder}\ncharts (PNG, SVG): esac-kit report {run.folder}")
+    print(f"artefacts: {run.folder}\nobservations.parquet and the charts (PNG, SVG): esac-kit report {run.folder}")
     return 0
 
 
