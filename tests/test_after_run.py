@@ -1,5 +1,5 @@
-"""What a run does after its last reply stays light: no chart libraries, fingerprints from the run's own instances,
-and code digests kept on disk by content (issue 15, point 6)."""
+"""What a run does after its last reply stays light: no chart libraries and no pyarrow, fingerprints from the run's
+own instances, code digests kept on disk by content, and the generators' caches emptied (issue 15, point 6)."""
 
 import importlib
 import json
@@ -12,7 +12,9 @@ import pytest
 
 from esac_kit import fingerprints
 from esac_kit.fingerprints import closure, code_digest, compute, roots
+from esac_kit.instances import generate
 from esac_kit.loopback import LoopbackServer
+from esac_kit.pools import public_pool
 from esac_kit.runs import _fingerprints, plan_run
 from esac_kit.suite import load_suite
 from runkit import esac_run, reference_answers, run_folder_of
@@ -85,9 +87,14 @@ def test_a_run_imports_no_chart_library_nor_pyarrow_and_report_renders_the_same_
 
 
 def test_a_run_leaves_its_generators_caches_empty(tmp_path):
-    logic = importlib.import_module("esac_kit.gi.generators.logic")
-    logic._ternary(3), logic._digit_codes(2, 3)  # filled before the run, as by an earlier one in this process
+    suite = load_suite("gi")
+    logic = [i for i in suite.items if i.generator.startswith("esac_kit.gi.generators.logic:")]
+    for item in logic:  # as an earlier run in this process would: the generators fill their tables
+        generate(suite, item, public_pool(suite.manifest.public_seed))
+    module = importlib.import_module("esac_kit.gi.generators.logic")
+    caches = [value for value in vars(module).values() if callable(getattr(value, "cache_clear", None))]
+    assert sum(cache.cache_info().currsize for cache in caches) > 0
     with LoopbackServer(reference_answers()) as server:
         assert esac_run("--model", f"openai:m@{server.url}", "--no-cache", "--reports", str(tmp_path),
-                        "--only", "logic-knights-knaves", "logic-code-breaker") == 0
-    assert logic._ternary.cache_info().currsize == logic._digit_codes.cache_info().currsize == 0
+                        "--only", *[i.id for i in logic]) == 0
+    assert [cache.cache_info().currsize for cache in caches] == [0] * len(caches)
