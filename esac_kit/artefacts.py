@@ -1,4 +1,4 @@
-"""Report artefacts in a run folder: report.json, observations.parquet, and the charts as PNG and SVG."""
+"""Report artefacts in a run folder: report.json, and its renders (observations.parquet, the charts as PNG and SVG)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from esac_kit.journal import observations_frame
 from esac_kit.records import Observation, Report, write_atomic, write_json
 
 REPORT_FILE = "report.json"
+OBSERVATIONS_TABLE = "observations.parquet"
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "specs" / "report.schema.json"
 
 
@@ -17,21 +18,23 @@ def report_schema() -> dict:
     return Report.model_json_schema()
 
 
-def write_artefacts(folder: Path, report: Report, observations: list[Observation], charts: bool = True) -> list[Path]:
-    """Write every artefact of a report into its run folder (the charts unless `charts` is off) and return their
-    paths."""
-    written = [folder / REPORT_FILE, folder / "observations.parquet"]
+def write_artefacts(folder: Path, report: Report, observations: list[Observation], renders: bool = True) -> list[Path]:
+    """Write a report's report.json into its run folder and, unless `renders` is off, the observation table and the
+    charts; return their paths."""
+    written = [folder / REPORT_FILE]
     write_json(written[0], report.model_dump(mode="json"))
+    if not renders:  # pyarrow (the table, ~35 MB), altair and vl-convert (the charts, ~1 s, ~100 MB)
+        return written
+    import vl_convert as vlc
+
+    from esac_kit.charts import category_chart, item_chart
+
     judge = report.judge.name if report.judge else None
-    write_atomic(written[1], observations_frame(observations, report.model.name, judge).to_parquet(index=False))
-    if charts:
-        import vl_convert as vlc  # altair and vl-convert cost ~1 s and ~100 MB: only when charts are drawn
-
-        from esac_kit.charts import category_chart, item_chart
-
-        for name, chart in (("categories", category_chart(report)), ("items", item_chart(report))):
-            spec = json.dumps(chart.to_dict())
-            write_atomic(folder / f"{name}.svg", vlc.vegalite_to_svg(spec))
-            write_atomic(folder / f"{name}.png", vlc.vegalite_to_png(spec, scale=2))
-            written += [folder / f"{name}.svg", folder / f"{name}.png"]
+    written.append(folder / OBSERVATIONS_TABLE)
+    write_atomic(written[-1], observations_frame(observations, report.model.name, judge).to_parquet(index=False))
+    for name, chart in (("categories", category_chart(report)), ("items", item_chart(report))):
+        spec = json.dumps(chart.to_dict())
+        write_atomic(folder / f"{name}.svg", vlc.vegalite_to_svg(spec))
+        write_atomic(folder / f"{name}.png", vlc.vegalite_to_png(spec, scale=2))
+        written += [folder / f"{name}.svg", folder / f"{name}.png"]
     return written

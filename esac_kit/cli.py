@@ -117,8 +117,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     from esac_kit.cache import ResponseCache, default_cache_dir
     from esac_kit.report import format_report
     from esac_kit.runner import RetryPolicy
-    from esac_kit.runs import check_keys, execute, plan_resume, plan_run, terminal_progress
+    from esac_kit.runs import check_keys, execute, keep_pyarrow_out, plan_resume, plan_run, terminal_progress
 
+    if args.own_process:
+        keep_pyarrow_out()
     policy = RetryPolicy(outage_budget_s=args.outage_budget_s, base_s=args.retry_base_s,
                          max_attempts=args.max_attempts, request_timeout_s=args.request_timeout_s,
                          idle_timeout_s=args.idle_timeout_s, batch_poll_s=args.batch_poll_s)
@@ -151,7 +153,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(f"NOTE: {note}", flush=True)
     report = execute(run, policy, cache, terminal_progress())
     print(format_report(report))
-    print(f"artefacts: {run.folder}\ncharts (PNG, SVG): esac-kit report {run.folder}")
+    print(f"artefacts: {run.folder}\nobservations.parquet and the charts (PNG, SVG): esac-kit report {run.folder}")
     return 0
 
 
@@ -612,6 +614,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _dispatch(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)
+    args.own_process = argv is None  # the command line's own process, which exits when the command is done
     if getattr(args, "heldout_seed_file", None) and not args.heldout:
         args.heldout = True
     try:

@@ -109,15 +109,16 @@ def paired_table(folder_a: Path, folder_b: Path, items_dir: Path | None = None) 
     from esac_kit.statistics import paired_comparison
     from esac_kit.suite import load_suite
 
-    a, b = _observations_table(folder_a), _observations_table(folder_b)
+    reports = [load_report(folder) for folder in (folder_a, folder_b)]
+    suite = load_suite(reports[0].suite, items_dir)
+    a, b = (_observations_table(folder, {i.id for i in suite.items}) for folder in (folder_a, folder_b))
     shared = sorted(set(a["item_id"]) & set(b["item_id"]))
     a, b = a[a["item_id"].isin(shared)], b[b["item_id"].isin(shared)]
-    suite = load_suite(str(a["suite"].iloc[0]), items_dir)
     weights = {i.id: i.weight for i in suite.items}
     present = set(a["category"])
     points = {c.id: c.points for c in suite.manifest.categories if c.id in present}
     table = paired_comparison(a, b, weights, points)
-    modifiers = [load_report(folder).modifier for folder in (folder_a, folder_b)]
+    modifiers = [report.modifier for report in reports]
     if None not in modifiers:  # ESAC-AG: the total is capability + the modifier, taken as fixed (amendment 001 §1)
         table = with_modifier(table, *modifiers)
     return table
@@ -140,14 +141,17 @@ def with_modifier(table: pd.DataFrame, modifier_a: float, modifier_b: float) -> 
     return pd.concat([table.iloc[:at], pd.DataFrame([row]), table.iloc[at:]], ignore_index=True)
 
 
-def _observations_table(folder: Path) -> pd.DataFrame:
-    """A run folder's observations.parquet, or a one-line error saying how to make it again."""
-    path = folder / "observations.parquet"
-    try:
-        return pd.read_parquet(path)
-    except (OSError, ValueError) as error:
-        raise ConfigError(f"{path}: cannot read the observation table ({type(error).__name__}): render it again "
-                          f"with `esac-kit report {folder}`") from None
+def _observations_table(folder: Path, known_items: set[str]) -> pd.DataFrame:
+    """A run folder's observations as the tidy table, read from its journal (what its report was built from, so
+    compare needs no observations.parquet), or a one-line error."""
+    from esac_kit.journal import JOURNAL_FILE, check_slots, observations_frame, read_journal
+
+    path = folder / JOURNAL_FILE
+    if not path.is_file():
+        raise ConfigError(f"{path}: no journal: a paired comparison reads each run's observations from it")
+    observations = read_journal(path, owner=False)  # a resumed run may be appending: its torn last line is skipped
+    check_slots(observations, known_items, path)
+    return observations_frame(observations)
 
 
 def leaderboard(reports_dir: Path, items_dir: Path | None = None) -> tuple[pd.DataFrame, list[str]]:

@@ -270,6 +270,7 @@ def _execute_in_folder(run: RunPlan, policy: RetryPolicy, cache: ResponseCache,
         check_slots(journal.observations, {i.id for i in run.suite.items}, journal.path)
         session: dict = {}
         fingerprints = _fingerprints(run)  # before the first request, so none of it waits after the last reply
+        release_generator_caches(run.suite)  # the run generates nothing after this
         threading.Thread(target=_import_report_modules, daemon=True).start()
         allow_unsafe_sandbox(config.unsafe_sandbox)
         try:
@@ -288,15 +289,32 @@ def _execute_in_folder(run: RunPlan, policy: RetryPolicy, cache: ResponseCache,
             if runner is not None and runner.unlanded_retries():
                 add_unlanded_retries(run.folder, runner.unlanded_retries())
         report = build_report(run.suite, config, observations, read_unlanded_retries(run.folder), fingerprints)
-        write_artefacts(run.folder, report, observations, charts=False)  # `esac-kit report` renders the charts
+        write_artefacts(run.folder, report, observations, renders=False)  # `esac-kit report` writes table and charts
     return report
 
 
 def _import_report_modules() -> None:
-    """Import what the report needs after the run (pandas, scipy, pyarrow: ~1 s) while the run waits on replies."""
+    """Import what the report needs after the run (pandas, scipy: ~1 s) while the run waits on replies."""
     with contextlib.suppress(ImportError):  # a missing one fails where the report imports it, with its own error
         import esac_kit.statistics  # noqa: F401
-        import pyarrow.parquet  # noqa: F401
+
+
+def keep_pyarrow_out() -> None:
+    """Keep pyarrow out of a process that ends with its run (the CLI's): pandas 3 imports it on import when it is
+    installed (~35 MB), and a run writes no parquet. pandas then stores strings as Python objects, the same values;
+    it keeps that choice for the process's life, so a process that goes on (a notebook, a test) must not call this."""
+    if "pandas" not in sys.modules:
+        sys.modules.setdefault("pyarrow", None)  # `import pyarrow` now raises ImportError, as if it were not installed
+
+
+def release_generator_caches(suite: Suite) -> None:
+    """Empty the functools caches of the suite's generator modules: their tables (GI's logic puzzles: ~11 MB) serve
+    generation, and a run's instances exist before its first request."""
+    for name in {i.generator.partition(":")[0] for i in suite.items if i.generator}:
+        module = sys.modules.get(name)
+        for value in vars(module).values() if module else ():
+            if callable(getattr(value, "cache_clear", None)):
+                value.cache_clear()
 
 
 def _fingerprints(run: RunPlan) -> Fingerprints:

@@ -107,10 +107,17 @@ def test_a_reports_path_that_is_a_file(tmp_path):
     assert_one_line_exit_2(done, str(not_a_folder), "not a folder")
 
 
-def test_compare_with_the_observation_table_deleted(run_folder, tmp_path):
+def test_compare_with_the_journal_deleted(run_folder, tmp_path):
     folder = copy_of(run_folder, tmp_path)
-    (folder / "observations.parquet").unlink()
-    assert_one_line_exit_2(esac("compare", str(run_folder), str(folder)), "observations.parquet")
+    (folder / "observations.jsonl").unlink()
+    assert_one_line_exit_2(esac("compare", str(run_folder), str(folder)), "observations.jsonl", "no journal")
+
+
+def test_compare_with_a_journal_that_repeats_an_observation(run_folder, tmp_path):
+    folder = copy_of(run_folder, tmp_path)
+    journal = folder / "observations.jsonl"
+    journal.write_text(journal.read_text() + journal.read_text().splitlines(keepends=True)[0])
+    assert_one_line_exit_2(esac("compare", str(run_folder), str(folder)), "observations.jsonl", "repeats")
 
 
 def test_compare_with_a_missing_report(run_folder, tmp_path):

@@ -15,6 +15,7 @@ import pytest
 from nbclient import NotebookClient
 
 from esac_kit import jupyter, variance, watch
+from esac_kit.cli import main
 from esac_kit.compare import load_report
 from esac_kit.errors import ConfigError
 from esac_kit.loopback import LoopbackServer
@@ -211,6 +212,8 @@ def test_run_folders_may_be_strings_and_single_frames_need_no_mapping(runs):
 
 
 def test_the_parquet_table_carries_model_and_judge(runs):
+    for folder in runs.values():  # the table is a render: `esac-kit report` writes it, a run does not
+        assert main(["report", str(folder)]) == 0
     table = pd.read_parquet(runs["gi"] / "observations.parquet")
     report = load_report(runs["gi"])
     assert set(table["model"]) == {report.model.name} and set(table["judge"]) == {report.judge.name}

@@ -50,12 +50,13 @@ CHARTS = ("categories.png", "categories.svg", "items.png", "items.svg")
 
 def test_a_run_folder_holds_every_artefact_and_the_report_validates(two_runs):
     _, (folder, _) = two_runs
-    for name in ("report.json", "observations.parquet", "run.json", "observations.jsonl"):
+    for name in ("report.json", "run.json", "observations.jsonl"):
         assert (folder / name).stat().st_size > 0, name
-    # the run leaves the charts (vl-convert: ~1 s, ~100 MB) to `esac-kit report`, which writes every artefact
-    assert not [name for name in CHARTS if (folder / name).exists()]
+    # the run leaves the renders (pyarrow ~35 MB; vl-convert ~1 s, ~100 MB) to `esac-kit report`, which writes them all
+    renders = ("observations.parquet", *CHARTS)
+    assert not [name for name in renders if (folder / name).exists()]
     assert main(["report", str(folder)]) == 0
-    for name in CHARTS:
+    for name in renders:
         assert (folder / name).stat().st_size > 0, name
     report = json.loads((folder / "report.json").read_text())
     jsonschema.validate(report, json.loads(SCHEMA_PATH.read_text()))
@@ -89,6 +90,27 @@ def test_compare_gives_paired_statistics(two_runs, capsys):
     assert main(["compare", str(a), str(b)]) == 0
     output = capsys.readouterr().out
     assert "p_holm" in output and "overall" in output.lower() and "mde" in output
+
+
+def test_compare_reads_the_journals_and_agrees_with_the_rendered_tables(two_runs, tmp_path):
+    from esac_kit.compare import paired_table
+    from esac_kit.statistics import paired_comparison
+
+    _, runs = two_runs
+    copies = []
+    for n, folder in enumerate(runs):
+        copies.append(tmp_path / str(n))
+        shutil.copytree(folder, copies[-1])
+        (copies[-1] / "observations.parquet").unlink(missing_ok=True)  # a run writes none; `report` does
+    from_journals = paired_table(*copies)
+    for folder in copies:
+        assert main(["report", str(folder)]) == 0
+    suite = load_suite("gi")
+    points = {c.id: c.points for c in suite.manifest.categories}
+    tables = [pd.read_parquet(folder / "observations.parquet") for folder in copies]
+    from_tables = paired_comparison(*tables, {i.id: i.weight for i in suite.items}, points)
+    pd.testing.assert_frame_equal(from_journals, from_tables)
+    assert from_journals["diff"].abs().max() > 0  # the half-right run differs: the test compares real numbers
 
 
 # The shipped suite's version (1.0, or a draft such as 2.0), its major and the neighbours compare must tell apart.
