@@ -5,6 +5,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
+from esac_kit.providers import model_title
 from esac_kit.records import Report
 
 
@@ -28,14 +29,14 @@ def category_chart(report: Report) -> alt.LayerChart:
         x=alt.X("share:Q", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%"), title="share of points"),
         color=alt.Color("passed:N", scale=alt.Scale(domain=[True, False], range=["#4c78a8", "#e45756"]),
                         legend=alt.Legend(title=f"≥ {report.pass_rule.percent}")),
-        tooltip=["category", "points", "max_points", alt.Tooltip("share:Q", format=".1%")])
+        tooltip=["category", alt.Tooltip("points:Q", format=".2f"), "max_points", alt.Tooltip("share:Q", format=".1%")])
     layers = [bars]
     if frame["ci_low"].notna().any():
         layers.append(base.mark_rule(color="black").encode(x="ci_low:Q", x2="ci_high:Q"))
     line = alt.Chart(pd.DataFrame({"threshold": [report.pass_fraction]})).mark_rule(strokeDash=[4, 3], color="gray").encode(
         x="threshold:Q")
     total = "incomplete" if report.total is None else f"{report.total:.1f}/{report.max_total:g}"
-    title = f"{report.suite.upper()} {report.version} · {report.model.name} · {total}"
+    title = f"{report.suite.upper()} {report.version} · {model_title(report.model.name)} · {total}"
     return alt.layer(*layers, line).properties(title=title, width=420, height=22 * len(frame))
 
 

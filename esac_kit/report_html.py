@@ -9,6 +9,7 @@ import pandas as pd
 
 from esac_kit import html, report_tables
 from esac_kit.cost import cost_summary
+from esac_kit.providers import model_title
 from esac_kit.records import Observation, Report, write_atomic
 
 REPORT_HTML_FILE = "report.html"
@@ -16,7 +17,7 @@ REPORT_HTML_FILE = "report.html"
 
 def report_page(report: Report, frame: pd.DataFrame) -> str:
     """The whole report of a run (its report and its observation table) as one HTML document."""
-    title = f"{report.suite.upper()} {report.version} · {report.model.name}"
+    title = f"{report.suite.upper()} {report.version} · {model_title(report.model.name)}"  # the full name follows
     sections = [headline_section(report), category_section(report), chart_section(report), item_section(report),
                 efficiency_section(report), failure_section(report, frame), variance_section(report, frame),
                 provenance_section(report)]

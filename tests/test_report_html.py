@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from esac_kit import report_tables
+from esac_kit.providers import model_title
 from esac_kit.ag.policies import scripted_answer, script_for
 from esac_kit.ag.task import Call
 from esac_kit.cli import main
@@ -212,7 +213,7 @@ def test_chromium_offline_renders_the_headline_every_item_and_every_chart(suite,
     markup, asked = chromium(folder / "report.html", tmp_path)
     dom = Dom(markup)
     assert asked == set(), asked  # the page fetched nothing
-    assert dom.h1 == f"{report.suite.upper()} {report.version} · {report.model.name}"
+    assert dom.h1 == f"{report.suite.upper()} {report.version} · {model_title(report.model.name)}"
     assert dom.cards["verdict"] == ("PASS" if report.passed else "FAIL")
     assert dom.cards["total"] == f"{report.total:.2f} / {report.max_total:g}"
     assert [row[0] for row in dom.rows["items"]] == [i.item_id for i in report.items]
