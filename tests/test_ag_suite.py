@@ -7,6 +7,8 @@ import pytest
 
 from esac_kit.cli import main
 from esac_kit.fingerprints import check_versions
+from esac_kit.kinds import resolve
+from esac_kit.rng import ItemRng, derive_item_key
 from esac_kit.suite import load_suite
 from runkit import esac_run, load_report, run_folder_of
 
@@ -20,6 +22,19 @@ def test_esac_items_shows_seven_categories_seventy_plus_five_points_and_fourteen
     assert [c.points for c in suite.manifest.categories] == [10] * 7 and suite.manifest.efficiency_points == 5
     for item in suite.items:
         assert item.id in out and item.efficiency.action_scale[0] >= 0
+
+
+@pytest.mark.parametrize("item", load_suite("ag").items, ids=lambda item: item.id)
+def test_every_task_needs_40_calls_and_its_budget_fits_the_longest_reference(item):
+    """The headroom issue's long horizons: the reference needs 40 or more calls on every seed, the step budget is
+    at least 2.5 x the longest reference, and any waste drops a level of the action scale."""
+    assert item.id.startswith(f"{item.category}-") and item.scoring == "agentic" and item.efficiency is not None
+    generator = resolve(item.generator)
+    calls = [sum(call.name != "submit" for call in
+                 generator(ItemRng(derive_item_key(f"seed-{seed}", "ag", item.id, 2))).reference) for seed in range(10)]
+    assert min(calls) >= 40, calls
+    assert item.step_budget >= 2.5 * max(calls)
+    assert item.efficiency.action_scale[0] < 1 + item.efficiency.rework_penalty
 
 
 @pytest.fixture(scope="module")
