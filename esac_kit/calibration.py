@@ -34,10 +34,14 @@ class Calibration:
     categories: pd.DataFrame
     overall: float
     meets_targets: bool
+    superseded: tuple[str, ...] = ()  # "RUN: ITEM" answered with a prompt the item bank no longer generates
 
 
-def calibration_rows(folders: list[Path], items_dir: Path | None = None) -> pd.DataFrame:
-    """One row per (item, pool seed): score averaged over model replicates, tokens summed, measured difficulty."""
+def calibration_rows(folders: list[Path], items_dir: Path | None = None,
+                     superseded: list[str] | None = None) -> pd.DataFrame:
+    """One row per (item, pool seed): score averaged over model replicates, tokens summed, measured difficulty.
+    An item whose prompt the bank no longer generates is an error, or, given a `superseded` list, left out and
+    named there (its seed re-measured by a later run)."""
     rows, suites = [], {}
     for folder in folders:
         config = load_config(folder)
@@ -55,6 +59,9 @@ def calibration_rows(folders: list[Path], items_dir: Path | None = None) -> pd.D
             item = suite.item(item_id)
             instance = None if kind_of(item).episodic else generate(suite, item, pool)
             if instance is not None and observations[0].prompt_sha256 != prompt_sha256(instance.prompt):
+                if superseded is not None:
+                    superseded.append(f"{folder}: {item_id}")
+                    continue
                 raise ConfigError(f"{folder}: item {item_id} generates another prompt now than the run answered: "
                                   f"the item bank changed since, so its difficulty cannot be re-measured")
             difficulty = instance.difficulty if instance is not None else {}
@@ -76,22 +83,28 @@ def calibration_rows(folders: list[Path], items_dir: Path | None = None) -> pd.D
     return pd.DataFrame(rows).sort_values(["suite", "category", "item", "seed"], ignore_index=True)
 
 
-def calibrate(folders: list[Path], items_dir: Path | None = None) -> Calibration:
+def calibrate(folders: list[Path], items_dir: Path | None = None, skip_superseded: bool = False) -> Calibration:
     """The calibration of one suite's runs against its targets (GI: objective share; AG: task success)."""
-    rows = calibration_rows(folders, items_dir)
+    superseded: list[str] | None = [] if skip_superseded else None
+    rows = calibration_rows(folders, items_dir, superseded)
+    if rows.duplicated(["suite", "item", "seed"]).any():
+        twice = rows[rows.duplicated(["suite", "item", "seed"])].iloc[0]
+        raise ConfigError(f"item {twice['item']} at seed {twice['seed']} is in two of the runs given: give each "
+                          f"item and seed once")
+    done = tuple(superseded or ())
     if rows["suite"].nunique() != 1:
         raise ConfigError("calibrate one suite at a time: the runs given mix GI and AG")
     if rows["suite"].iloc[0] == "ag":
         categories = rows.groupby("category").agg(runs=("success", "size"), share=("success", "mean"))
         overall = float(rows["success"].mean())
-        return Calibration(rows, categories.reset_index(), overall, overall <= AG_SUCCESS_TARGET)
+        return Calibration(rows, categories.reset_index(), overall, overall <= AG_SUCCESS_TARGET, done)
     objective = rows[rows["objective"]]
     if objective.empty:
         raise ConfigError("the GI runs given hold no objective item")
     categories = objective.groupby("category").agg(runs=("score", "size"), share=("score", "mean")).reset_index()
     overall = float(objective["score"].mean())
     meets = overall <= GI_OBJECTIVE_TARGET and bool((categories["share"] <= GI_CATEGORY_TARGET).all())
-    return Calibration(rows, categories, overall, meets)
+    return Calibration(rows, categories, overall, meets, done)
 
 
 def format_calibration(calibration: Calibration) -> str:
@@ -111,4 +124,5 @@ def format_calibration(calibration: Calibration) -> str:
               f"targets ≤ {GI_OBJECTIVE_TARGET:.0%} overall, ≤ {GI_CATEGORY_TARGET:.0%} per category")
     verdict = "meets" if calibration.meets_targets else "MISSES"
     lines += ["", f"overall: {calibration.overall:.1%} of {what} ({target}): {verdict} the targets"]
+    lines += [f"left out (the bank now generates another prompt): {entry}" for entry in calibration.superseded]
     return "\n".join(lines)

@@ -369,7 +369,7 @@ def cmd_calibration(args: argparse.Namespace) -> int:
     """A stand-in's runs per item and seed with measured difficulty, against the headroom targets (exit 1: missed)."""
     from esac_kit.calibration import calibrate, format_calibration
 
-    calibration = calibrate(args.runs, args.items)
+    calibration = calibrate(args.runs, args.items, args.skip_superseded)
     print(format_calibration(calibration))
     return 0 if calibration.meets_targets else 1
 
@@ -548,6 +548,8 @@ def build_parser() -> argparse.ArgumentParser:
     calibration = commands.add_parser("calibration", help="a stand-in's runs against the difficulty targets")
     calibration.add_argument("runs", nargs="+", type=Path, metavar="RUN", help="run folders of one suite")
     calibration.add_argument("--items", type=Path, default=None, help="items folder (default: $ESAC_ITEMS or the kit's)")
+    calibration.add_argument("--skip-superseded", action="store_true",
+                             help="leave out items the bank now generates differently (re-measured by a later run)")
     calibration.set_defaults(handler=cmd_calibration)
 
     board = commands.add_parser("leaderboard", help="one table of comparable runs")

