@@ -1670,7 +1670,7 @@ TRIP_CHECKS = (
     Check("transfers", "Every arrival and departure has exactly one transfer between the hub and the booked hotel."),
     Check("optimal", "The itinerary is the cheapest the policy allows: its legs, stays and transfer modes.", 2.0),
     Check("no_waste", "The trip's total cost, kept cancellation charges included, equals the optimum's."),
-    Check("answer", "The answer states the trip's total cost."),
+    Check("answer", "The answer states the trip's total cost, which must be the optimum's (an optimal booking)."),
 )
 
 
