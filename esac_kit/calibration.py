@@ -85,26 +85,26 @@ def calibration_rows(folders: list[Path], items_dir: Path | None = None,
 
 def calibrate(folders: list[Path], items_dir: Path | None = None, skip_superseded: bool = False) -> Calibration:
     """The calibration of one suite's runs against its targets (GI: objective share; AG: task success)."""
-    superseded: list[str] | None = [] if skip_superseded else None
-    rows = calibration_rows(folders, items_dir, superseded)
-    if rows.duplicated(["suite", "item", "seed"]).any():
-        twice = rows[rows.duplicated(["suite", "item", "seed"])].iloc[0]
-        raise ConfigError(f"item {twice['item']} at seed {twice['seed']} is in two of the runs given: give each "
-                          f"item and seed once")
-    done = tuple(superseded or ())
+    left_out: list[str] | None = [] if skip_superseded else None
+    rows = calibration_rows(folders, items_dir, left_out)
+    twice = rows[rows.duplicated(["suite", "item", "seed"])]
+    if not twice.empty:
+        raise ConfigError(f"item {twice['item'].iloc[0]} at seed {twice['seed'].iloc[0]} is in two of the runs "
+                          f"given: give each item and seed once")
+    superseded = tuple(left_out or ())
     if rows["suite"].nunique() != 1:
         raise ConfigError("calibrate one suite at a time: the runs given mix GI and AG")
     if rows["suite"].iloc[0] == "ag":
         categories = rows.groupby("category").agg(runs=("success", "size"), share=("success", "mean"))
         overall = float(rows["success"].mean())
-        return Calibration(rows, categories.reset_index(), overall, overall <= AG_SUCCESS_TARGET, done)
+        return Calibration(rows, categories.reset_index(), overall, overall <= AG_SUCCESS_TARGET, superseded)
     objective = rows[rows["objective"]]
     if objective.empty:
         raise ConfigError("the GI runs given hold no objective item")
     categories = objective.groupby("category").agg(runs=("score", "size"), share=("score", "mean")).reset_index()
     overall = float(objective["score"].mean())
     meets = overall <= GI_OBJECTIVE_TARGET and bool((categories["share"] <= GI_CATEGORY_TARGET).all())
-    return Calibration(rows, categories, overall, meets, done)
+    return Calibration(rows, categories, overall, meets, superseded)
 
 
 def format_calibration(calibration: Calibration) -> str:
