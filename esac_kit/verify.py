@@ -32,20 +32,41 @@ def instance_digest(instances: list[Instance]) -> str:
     return digest.hexdigest()
 
 
-def fresh_process_digests(suite: Suite, pools: list[Pool], item_ids: list[str],
-                          digest: str = "esac_kit.verify:instances_digest") -> dict[str, str]:
+class FreshProcessDigests:
     """Regenerate items in a new interpreter with another hash seed and digest them with `digest`
-    (`module:function(suite, item, pools)`); seeds travel on stdin, never argv."""
-    request = json.dumps({"items_dir": str(suite.folder.parent), "suite": suite.manifest.suite,
-                          "seeds": [[p.name, p.seed] for p in pools], "items": item_ids, "digest": digest})
-    env = {**os.environ, "PYTHONHASHSEED": "4242"}
-    completed = subprocess.run([sys.executable, "-c", "from esac_kit.verify import _digests_main; _digests_main()"],
-                               input=request, capture_output=True, text=True, env=env, timeout=1800,
-                               cwd=Path(__file__).resolve().parent.parent)
-    if completed.returncode != 0:
-        raise EsacError("verify: the fresh-process regeneration failed: "
-                        + (completed.stderr.strip().splitlines() or ["no output"])[-1])
-    return json.loads(completed.stdout)
+    (`module:function(suite, item, pools)`), running beside the caller's own checks; seeds travel on stdin, never
+    argv."""
+
+    def __init__(self, suite: Suite, pools: list[Pool], item_ids: list[str],
+                 digest: str = "esac_kit.verify:instances_digest"):
+        request = json.dumps({"items_dir": str(suite.folder.parent), "suite": suite.manifest.suite,
+                              "seeds": [[p.name, p.seed] for p in pools], "items": item_ids, "digest": digest})
+        env = {**os.environ, "PYTHONHASHSEED": "4242"}
+        self._process = subprocess.Popen(
+            [sys.executable, "-c", "from esac_kit.verify import _digests_main; _digests_main()"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+            cwd=Path(__file__).resolve().parent.parent)
+        self._process.stdin.write(request)  # a few kilobytes: fits the pipe, so the child starts at once
+        self._process.stdin.close()
+        self._process.stdin = None
+
+    def result(self) -> dict[str, str]:
+        """Wait for the regeneration and return each item's digest."""
+        try:
+            stdout, stderr = self._process.communicate(timeout=3600)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            raise EsacError("verify: the fresh-process regeneration ran past an hour") from None
+        if self._process.returncode != 0:
+            raise EsacError("verify: the fresh-process regeneration failed: "
+                            + (stderr.strip().splitlines() or ["no output"])[-1])
+        return json.loads(stdout)
+
+    def cancel(self) -> None:
+        """Stop the regeneration (the caller failed before it needed the digests)."""
+        if self._process.poll() is None:
+            self._process.kill()
+            self._process.communicate()
 
 
 def instances_digest(suite: Suite, item, pools: list[Pool]) -> str:

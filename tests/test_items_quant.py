@@ -223,7 +223,8 @@ def _tank_replay(t: dict, days: int) -> dict:
 def _tank_closed(t: dict, days: int, hub_factor: int = 3) -> dict:
     """Salt in each tank after `days` days: the exchange c -> c - (x/V) L c has the eigenvectors (1,1,1), (1,0,-1)
     and (1,-2,1) of the path Laplacian L with eigenvalues 0, 1, 3; each mode's daily factor 1 - lambda x/V =
-    (k + off - lambda num/V) / (k + off) telescopes. The dose weights are summed day by day (no Faulhaber)."""
+    (k + off - lambda num/V) / (k + off) telescopes. The dose weights, polynomials in the day, are summed over
+    each dose's days by Newton's forward differences (no Faulhaber)."""
     v = Fraction(t["volume"])
     e1, e2, hub = *t["ends"], t["hub"]
 
@@ -237,17 +238,17 @@ def _tank_closed(t: dict, days: int, hub_factor: int = 3) -> dict:
             for i in range(1, shift + 1):
                 out *= j + u + i
             return out
-        return g
+        return g, shift
 
-    g1, g3 = weight(1), weight(hub_factor)
+    (g1, n1), (g3, n3) = weight(1), weight(hub_factor)
     c = {k: Fraction(t["start"][k]) for k in "ABC"}
     total = sum(c.values()) * v
     d1 = (c[e1] - c[e2]) / 2 * g1(0)
     d3 = (c[e1] + c[e2] - 2 * c[hub]) / 6 * g3(0)
     for dose in t["doses"]:
         tank, grams = dose[4], Fraction(dose[3])
-        on = list(_dose_days(dose, days))
-        s1, s3 = sum(g1(j) for j in on), sum(g3(j) for j in on)
+        on = _dose_days(dose, days)
+        s1, s3 = _progression_sum(g1, n1, on), _progression_sum(g3, n3, on)
         total += grams * len(on)
         kick = {k: Fraction(int(k == tank)) * grams / v for k in "ABC"}
         d1 += (kick[e1] - kick[e2]) / 2 * s1
@@ -255,6 +256,25 @@ def _tank_closed(t: dict, days: int, hub_factor: int = 3) -> dict:
     mean, d1, d3 = total / (3 * v), d1 / g1(days), d3 / g3(days)
     conc = {e1: mean + d1 + d3, e2: mean - d1 + d3, hub: mean - 2 * d3}
     return {k: conc[k] * v for k in "ABC"}
+
+
+def _progression_sum(g, degree: int, days) -> int:
+    """The sum of g, a polynomial of the given degree, over days in arithmetic progression: sum over m < M of
+    p(m) = sum over k of (the k-th forward difference of p at 0) * C(M, k + 1)."""
+    if len(days) <= degree + 1:
+        return sum(g(j) for j in days)
+    values, total = [g(days[m]) for m in range(degree + 1)], 0
+    for k in range(degree + 1):
+        total += values[0] * comb(len(days), k + 1)
+        values = [b - a for a, b in zip(values, values[1:])]
+    return total
+
+
+def test_the_progression_sum_agrees_with_summing_day_by_day():
+    def g(j):
+        return (j + 3) * (j + 4) * (j + 5)
+    for days in (range(4, 200, 7), range(1, 90, 1), range(9, 10, 3), [17], []):
+        assert _progression_sum(g, 3, days) == sum(g(j) for j in days)
 
 
 def _tank_answer(t: dict, salt: dict) -> Fraction:

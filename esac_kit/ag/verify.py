@@ -18,7 +18,7 @@ from esac_kit.pools import Pool
 from esac_kit.chat import ModelRef
 from esac_kit.providers import make_provider
 from esac_kit.suite import Suite
-from esac_kit.verify import fresh_process_digests, verification_pools
+from esac_kit.verify import FreshProcessDigests, verification_pools
 
 MIN_REFERENCE_TOKEN_LEVEL = 5
 CONCURRENCY = 8
@@ -78,6 +78,16 @@ def verify_ag(suite: Suite, items: list, pool: Pool, n_seeds: int,
               progress: Callable[[str], None] | None = None) -> list[TaskVerification]:
     """Verify AG tasks over n seeds derived from the pool."""
     pools = verification_pools(pool, n_seeds)
+    fresh_process = FreshProcessDigests(suite, pools, [item.id for item in items], "esac_kit.ag.verify:tasks_digest")
+    try:
+        return _verify_tasks(suite, items, pools, fresh_process, progress)
+    except BaseException:
+        fresh_process.cancel()
+        raise
+
+
+def _verify_tasks(suite: Suite, items: list, pools: list[Pool], fresh_process: FreshProcessDigests,
+                  progress: Callable[[str], None] | None) -> list[TaskVerification]:
     tasks = {(item.id, k): build_task(suite, item, p) for item in items for k, p in enumerate(pools)}
     scripts: dict[str, dict[str, tuple]] = {policy: {} for policy in POLICIES}
     for (item_id, k), task in tasks.items():
@@ -96,7 +106,7 @@ def verify_ag(suite: Suite, items: list, pool: Pool, n_seeds: int,
         for server in servers.values():
             server.__exit__(None, None, None)
     digests = {item.id: task_digest([tasks[(item.id, k)] for k in range(len(pools))]) for item in items}
-    fresh = fresh_process_digests(suite, pools, [item.id for item in items], "esac_kit.ag.verify:tasks_digest")
+    fresh = fresh_process.result()
     return [_judge_task(suite, item.id, len(pools), tasks, episodes, digests[item.id] == fresh.get(item.id))
             for item in items]
 

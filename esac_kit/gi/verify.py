@@ -13,7 +13,7 @@ from esac_kit.instances import generate
 from esac_kit.pools import Pool
 from esac_kit.schemas import ExactKey, HonestyKey, Instance
 from esac_kit.suite import Suite
-from esac_kit.verify import fresh_process_digests, instance_digest, verification_pools
+from esac_kit.verify import FreshProcessDigests, instance_digest, verification_pools
 
 GARBLED = ("ANSWER: qzx vlorp 7gh\nA: qzx\nB: qzx\nC: qzx\nD: qzx\n```python\nqzx = (\n```\n"
            + " ".join(["zq xv blorf kest"] * 10))
@@ -118,12 +118,17 @@ def verify_items(suite: Suite, items: list, pool: Pool, n_seeds: int,
     """Verify parametrized items over n seeds derived from the pool, and their reproducibility in a fresh process."""
     pools = verification_pools(pool, n_seeds)
     results, digests = [], {}
-    for item in items:
-        if progress:
-            progress(item.id)
-        result, digests[item.id] = verify_item(suite, item.id, pools)
-        results.append(result)
-    fresh = fresh_process_digests(suite, pools, list(digests))
+    fresh_process = FreshProcessDigests(suite, pools, [item.id for item in items])  # the second core's share
+    try:
+        for item in items:
+            if progress:
+                progress(item.id)
+            result, digests[item.id] = verify_item(suite, item.id, pools)
+            results.append(result)
+    except BaseException:
+        fresh_process.cancel()
+        raise
+    fresh = fresh_process.result()
     for result in results:
         result.deterministic = fresh.get(result.item_id) == digests[result.item_id]
         if not result.deterministic:
