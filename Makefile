@@ -37,8 +37,9 @@ verify: $(STAMP)
 browser:
 	command -v chromium >/dev/null || (apt-get install -y --no-install-recommends chromium || (apt-get update && apt-get install -y --no-install-recommends chromium))
 
+# Two workers, a test file each at a time (module fixtures such as a model server stay within one worker).
 test: $(STAMP) browser
-	$(PY) -m pytest
+	$(PY) -m pytest -n 2 --dist loadfile
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache
