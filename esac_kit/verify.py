@@ -46,9 +46,16 @@ class FreshProcessDigests:
             [sys.executable, "-c", "from esac_kit.verify import _digests_main; _digests_main()"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
             cwd=Path(__file__).resolve().parent.parent)
-        self._process.stdin.write(request)  # a few kilobytes: fits the pipe, so the child starts at once
+        self._process.stdin.write(request)  # the child reads it whole before any work, so this never waits long
         self._process.stdin.close()
         self._process.stdin = None
+
+    def __enter__(self) -> "FreshProcessDigests":
+        return self
+
+    def __exit__(self, kind, error, traceback) -> None:
+        if kind is not None:  # the caller failed before it needed the digests: stop the regeneration
+            self.cancel()
 
     def result(self) -> dict[str, str]:
         """Wait for the regeneration and return each item's digest."""
@@ -63,7 +70,7 @@ class FreshProcessDigests:
         return json.loads(stdout)
 
     def cancel(self) -> None:
-        """Stop the regeneration (the caller failed before it needed the digests)."""
+        """Stop the regeneration if it is still running."""
         if self._process.poll() is None:
             self._process.kill()
             self._process.communicate()

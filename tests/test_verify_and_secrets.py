@@ -1,6 +1,7 @@
 """`esac-kit verify` on the public and a random held-out seed, and the held-out seed never leaving memory."""
 
 import os
+import random
 import secrets
 import subprocess
 import sys
@@ -84,13 +85,8 @@ def _authored_item():
 
 
 def test_the_memorisation_bound_does_not_fail_an_item_by_chance_at_ten_seeds():
-    from esac_kit.gi.verify import verify_item
-    from esac_kit.pools import custom_pool
-    from esac_kit.verify import verification_pools
-
-    import random
-
     from esac_kit.gi.verify import MAX_ANSWER_SHARE, MEMORISATION_ALPHA, top_share_bounds
+    from esac_kit.pools import custom_pool
 
     suite = load_suite("gi")
     failed = []

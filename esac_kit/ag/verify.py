@@ -78,12 +78,9 @@ def verify_ag(suite: Suite, items: list, pool: Pool, n_seeds: int,
               progress: Callable[[str], None] | None = None) -> list[TaskVerification]:
     """Verify AG tasks over n seeds derived from the pool."""
     pools = verification_pools(pool, n_seeds)
-    fresh_process = FreshProcessDigests(suite, pools, [item.id for item in items], "esac_kit.ag.verify:tasks_digest")
-    try:
+    with FreshProcessDigests(suite, pools, [item.id for item in items],
+                             "esac_kit.ag.verify:tasks_digest") as fresh_process:  # the second core's share
         return _verify_tasks(suite, items, pools, fresh_process, progress)
-    except BaseException:
-        fresh_process.cancel()
-        raise
 
 
 def _verify_tasks(suite: Suite, items: list, pools: list[Pool], fresh_process: FreshProcessDigests,

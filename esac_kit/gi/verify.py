@@ -118,17 +118,13 @@ def verify_items(suite: Suite, items: list, pool: Pool, n_seeds: int,
     """Verify parametrized items over n seeds derived from the pool, and their reproducibility in a fresh process."""
     pools = verification_pools(pool, n_seeds)
     results, digests = [], {}
-    fresh_process = FreshProcessDigests(suite, pools, [item.id for item in items])  # the second core's share
-    try:
+    with FreshProcessDigests(suite, pools, [item.id for item in items]) as fresh_process:  # the second core's share
         for item in items:
             if progress:
                 progress(item.id)
             result, digests[item.id] = verify_item(suite, item.id, pools)
             results.append(result)
-    except BaseException:
-        fresh_process.cancel()
-        raise
-    fresh = fresh_process.result()
+        fresh = fresh_process.result()
     for result in results:
         result.deterministic = fresh.get(result.item_id) == digests[result.item_id]
         if not result.deterministic:
